@@ -1,0 +1,255 @@
+// Package app is the composition root: it builds the service's parts from one Config and runs
+// the roles a process was given (gateway, executor, projector, sim). main only parses the
+// configuration and calls it; end-to-end tests build the same application in-process.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"tradesvc/command"
+	"tradesvc/events"
+	"tradesvc/infra/clickhouse"
+	"tradesvc/infra/config"
+	"tradesvc/infra/kafka"
+	"tradesvc/infra/mt5"
+	"tradesvc/infra/mt5/remote"
+	"tradesvc/infra/mt5/sim"
+	"tradesvc/infra/postgres"
+	"tradesvc/projections"
+)
+
+// App holds the open resources of one process.
+type App struct {
+	cfg config.Config
+	log *slog.Logger
+	now func() time.Time
+
+	kcfg     kafka.Config
+	pool     *pgxpool.Pool // command side and reads: synchronous commit
+	rmPool   *pgxpool.Pool // read-model writes: asynchronous commit
+	ch       driver.Conn
+	pub      *kafka.Publisher
+	switches *command.Switches
+
+	sim     *sim.Sim        // set when this process runs the simulator
+	port    mt5.TradeServer // the trade server the executor talks to
+	simAddr chan string     // where the simulator's network port listens, once it does
+
+	gatewayAddr chan string
+	refReader   atomic.Pointer[projections.ReferenceReader] // set when this process runs the gateway
+}
+
+// New opens every resource the configured roles need, applies migrations and creates the
+// Kafka topics (all idempotent), so a fresh deployment starts with one command.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	a := &App{cfg: cfg, log: log, now: time.Now, simAddr: make(chan string, 1), gatewayAddr: make(chan string, 1)}
+	ok := false
+	defer func() {
+		if !ok {
+			a.Close()
+		}
+	}()
+	if err := os.MkdirAll(cfg.RunDir, 0o700); err != nil {
+		return nil, fmt.Errorf("run dir: %w", err)
+	}
+	a.kcfg = kafka.Config{Brokers: cfg.KafkaBrokers, TopicPrefix: cfg.TopicPrefix, ClientID: "tradesvc"}
+	if err := Migrate(ctx, cfg, log); err != nil {
+		return nil, err
+	}
+	var err error
+	if a.pool, err = postgres.Open(ctx, postgres.Config{URL: cfg.PGURL}); err != nil {
+		return nil, err
+	}
+	if a.switches, err = command.NewSwitches(a.pool, a.now); err != nil {
+		return nil, err
+	}
+	if cfg.Has(config.RoleProjector) {
+		if a.rmPool, err = postgres.Open(ctx, postgres.Config{URL: cfg.PGURL, AsyncCommit: true, MaxConns: 8}); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Has(config.RoleProjector) || cfg.Has(config.RoleGateway) {
+		if a.ch, err = clickhouse.Open(ctx, clickhouse.Config{Addr: cfg.CHAddr, Database: cfg.CHDatabase}); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Has(config.RoleExecutor) {
+		if a.pub, err = kafka.NewPublisher(a.kcfg, log); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Has(config.RoleSim) {
+		a.sim, err = sim.Open(sim.Config{DataDir: cfg.SimDataDir, Seed: nil, TickInterval: 250 * time.Millisecond,
+			HousekeepInterval: time.Second, Logger: log.With("role", "sim")})
+		if err != nil {
+			return nil, fmt.Errorf("open simulator: %w", err)
+		}
+		if cfg.SimSeed != "" {
+			a.log.Warn("sim-seed is applied only to a new simulator data dir", "seed", cfg.SimSeed)
+		}
+	}
+	if cfg.Has(config.RoleExecutor) {
+		if a.port, err = a.tradeServer(); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return a, nil
+}
+
+// Migrate applies Postgres and ClickHouse migrations and creates the Kafka topics.
+func Migrate(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	pool, err := postgres.Open(ctx, postgres.Config{URL: cfg.PGURL, MaxConns: 2})
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := postgres.Migrate(ctx, pool); err != nil {
+		return fmt.Errorf("postgres migrations: %w", err)
+	}
+	ch, err := clickhouse.Open(ctx, clickhouse.Config{Addr: cfg.CHAddr, Database: cfg.CHDatabase})
+	if err != nil {
+		return err
+	}
+	defer ch.Close()
+	if err := clickhouse.Migrate(ctx, ch); err != nil {
+		return fmt.Errorf("clickhouse migrations: %w", err)
+	}
+	kcfg := kafka.Config{Brokers: cfg.KafkaBrokers, TopicPrefix: cfg.TopicPrefix}
+	if err := kafka.EnsureTopics(ctx, kcfg, events.Topics()); err != nil {
+		return fmt.Errorf("kafka topics: %w", err)
+	}
+	log.Info("migrations applied and topics ready")
+	return nil
+}
+
+// tradeServer is the embedded simulator when this process runs it and no remote one is
+// configured, else a network client of the configured simulator.
+func (a *App) tradeServer() (mt5.TradeServer, error) {
+	if a.cfg.SimAddr == "" && a.sim != nil {
+		return a.sim, nil
+	}
+	addr := a.cfg.SimAddr
+	if addr == "" {
+		addr = a.cfg.SimListen
+	}
+	token, err := remote.ReadToken(filepath.Join(a.cfg.RunDir, "sim.token"))
+	if err != nil {
+		return nil, fmt.Errorf("executor: simulator token: %w", err)
+	}
+	return remote.NewClient(remote.ClientConfig{Addr: addr, Token: token})
+}
+
+// Run runs the configured roles until ctx ends, then stops them gracefully.
+func (a *App) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	start := func(name string, fn func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				errs <- fmt.Errorf("%s: %w", name, err)
+				cancel()
+			}
+		}()
+	}
+	if a.sim != nil {
+		start("sim", a.runSimServer)
+	}
+	if a.cfg.Has(config.RoleExecutor) {
+		start("executor", a.runExecutor)
+	}
+	if a.cfg.Has(config.RoleProjector) {
+		start("projector", a.runProjector)
+	}
+	if a.cfg.Has(config.RoleGateway) {
+		start("gateway", a.runGateway)
+	}
+	a.log.Info("tradesvc running", "roles", a.cfg.Roles)
+	<-ctx.Done()
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}
+
+// runSimServer exposes the simulator's port and admin API on SimListen (loopback HTTP,
+// bearer token in RunDir/sim.token) for remote executors and `tradesvc sim ...`.
+func (a *App) runSimServer(ctx context.Context) error {
+	token, err := remote.LoadOrCreateToken(filepath.Join(a.cfg.RunDir, "sim.token"))
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", a.cfg.SimListen)
+	if err != nil {
+		return fmt.Errorf("simulator listen %s: %w", a.cfg.SimListen, err)
+	}
+	a.simAddr <- ln.Addr().String()
+	srv := &http.Server{Handler: remote.NewServer(remote.ServerConfig{Port: a.sim, Admin: a.sim, Token: token,
+		Logger: a.log.With("role", "sim")}), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// GatewayAddr returns the gateway's listening address once it listens (for tests).
+func (a *App) GatewayAddr(ctx context.Context) (string, error) {
+	select {
+	case addr := <-a.gatewayAddr:
+		a.gatewayAddr <- addr
+		return addr, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// Sim returns the embedded simulator, nil when this process does not run it.
+func (a *App) Sim() *sim.Sim { return a.sim }
+
+// Close releases every resource.
+func (a *App) Close() {
+	if a.pub != nil {
+		_ = a.pub.Close()
+	}
+	if a.sim != nil {
+		_ = a.sim.Close()
+	}
+	if a.ch != nil {
+		_ = a.ch.Close()
+	}
+	if a.rmPool != nil {
+		a.rmPool.Close()
+	}
+	if a.pool != nil {
+		a.pool.Close()
+	}
+}

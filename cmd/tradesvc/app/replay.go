@@ -1,0 +1,35 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"tradesvc/infra/config"
+	"tradesvc/projections"
+)
+
+var projectionNames = []string{projections.ReferenceName, projections.MarketHistoryName, projections.DealHistoryName}
+
+// ProjectionNames lists the projections `tradesvc replay` can rebuild.
+func ProjectionNames() string { return strings.Join(projectionNames, ", ") }
+
+// Replay rebuilds projection name from the log (see projections.Replay).
+func Replay(ctx context.Context, cfg config.Config, log *slog.Logger, name string) (int, error) {
+	if !slices.Contains(projectionNames, name) {
+		return 0, fmt.Errorf("unknown projection %q (want one of %s)", name, ProjectionNames())
+	}
+	cfg.Roles = []string{config.RoleProjector}
+	a, err := New(ctx, cfg, log)
+	if err != nil {
+		return 0, err
+	}
+	defer a.Close()
+	set, err := a.projectionSet(nil)
+	if err != nil {
+		return 0, err
+	}
+	return projections.Replay(ctx, a.projectionSource(), name, set[name])
+}

@@ -1,0 +1,111 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"tradesvc/command/executor"
+	"tradesvc/events"
+	"tradesvc/infra/kafka/batch"
+	"tradesvc/projections"
+)
+
+// heartbeatEvery is how often a running executor tells the gateways it is alive; well
+// inside command.ExecutorTimeout.
+const heartbeatEvery = 5 * time.Second
+
+// runExecutor relays the trade server's feeds to the log and reports liveness.
+func (a *App) runExecutor(ctx context.Context) error {
+	cursors, err := executor.NewPGCursors(a.pool)
+	if err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	instance := fmt.Sprintf("%s-%d", host, os.Getpid())
+	log := a.log.With("role", "executor")
+	relay, err := executor.NewRelay(executor.RelayConfig{}, a.port,
+		&eventAppender{pub: a.pub, producer: "executor/" + instance, now: a.now}, cursors, log, a.now)
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			if err := a.switches.Heartbeat(ctx, instance); err != nil && ctx.Err() == nil {
+				log.Warn("heartbeat", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(heartbeatEvery):
+			}
+		}
+	}()
+	err = relay.Run(ctx)
+	wg.Wait()
+	return err
+}
+
+// projectionSet lists the projections of the projector role with their stable names.
+func (a *App) projectionSet(onReferenceChange func()) (map[string]projections.Projection, error) {
+	ref, err := projections.NewReference(a.rmPool, onReferenceChange)
+	if err != nil {
+		return nil, err
+	}
+	market, err := projections.NewMarketHistory(a.ch)
+	if err != nil {
+		return nil, err
+	}
+	deals, err := projections.NewDealHistory(a.ch)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]projections.Projection{
+		projections.ReferenceName:     ref,
+		projections.MarketHistoryName: market,
+		projections.DealHistoryName:   deals,
+	}, nil
+}
+
+// runProjector runs every projection in its own consumer group.
+func (a *App) runProjector(ctx context.Context) error {
+	set, err := a.projectionSet(a.invalidateReference)
+	if err != nil {
+		return err
+	}
+	src := a.projectionSource()
+	errs := make(chan error, len(set))
+	for name, p := range set {
+		go func() { errs <- projections.Run(ctx, src, name, p) }()
+	}
+	var first error
+	for range set {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (a *App) projectionSource() projections.Source {
+	return projections.Source{Brokers: a.cfg.KafkaBrokers, TopicPrefix: a.cfg.TopicPrefix,
+		Sarama: a.kcfg.ConsumerConfig(), Logger: a.log.With("role", "projector")}
+}
+
+// invalidateReference tells this process's symbol cache that reference data changed.
+func (a *App) invalidateReference() {
+	if r := a.refReader.Load(); r != nil {
+		r.Invalidate()
+	}
+}
+
+// tailMarket feeds the in-memory market projection from the tick topic.
+func (a *App) tailMarket(ctx context.Context, market *projections.Market) error {
+	return batch.Tail(ctx, batch.TailConfig{Brokers: a.cfg.KafkaBrokers, Topic: a.kcfg.Topic(events.TopicTicks.Name),
+		Backfill: 200, Sarama: a.kcfg.ConsumerConfig()}, market.Handle)
+}

@@ -1,0 +1,92 @@
+// Command tradesvc runs the trading service and its admin commands. Every admin command acts
+// on the running service (same configuration and run directory), prints JSON on stdout, and
+// reports errors on stderr with a non-zero exit status.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"tradesvc/infra/config"
+)
+
+const usage = `usage: tradesvc <command> [flags]
+
+commands:
+  serve [--roles gateway,executor,projector,sim]   run the service (all roles by default)
+  migrate                                          apply Postgres and ClickHouse migrations, create Kafka topics
+  keys create --logins 1001,1002 [--read-only] [--allow-ip CIDR,...]
+  keys list | keys revoke --api-key K | keys scope --api-key K --logins ...
+  admin trading --on | --off                       the trading switch (-1017 while off)
+  sim quote|feed|deposit|account|fault|logins ...  drive the trade-server simulator
+  replay --projection NAME                         rebuild one read model from the Kafka log
+
+Every command also takes the configuration flags (see 'tradesvc serve --help') or their
+TRADESVC_* environment variables.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, rest := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "serve":
+		err = serve(ctx, rest, stderr)
+	case "migrate":
+		err = migrate(ctx, rest, stdout, stderr)
+	case "keys":
+		err = keysCommand(ctx, rest, stdout, stderr)
+	case "admin":
+		err = adminCommand(ctx, rest, stdout, stderr)
+	case "sim":
+		return simCommand(ctx, rest, stdout, stderr)
+	case "replay":
+		err = replay(ctx, rest, stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "tradesvc: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	if err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		fmt.Fprintf(stderr, "tradesvc %s: %v\n", cmd, err)
+		return 1
+	}
+	return 0
+}
+
+// loadConfig parses the configuration flags together with a command's own flags.
+func loadConfig(name string, args []string, stderr io.Writer, own func(*flag.FlagSet)) (config.Config, error) {
+	fs := flag.NewFlagSet("tradesvc "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if own != nil {
+		own(fs)
+	}
+	return config.Load(fs, args, os.Getenv)
+}
+
+// printJSON writes v as one line of JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	return enc.Encode(v)
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"tradesvc/cmd/tradesvc/app"
+	"tradesvc/infra/config"
+)
+
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// serve runs the service until SIGINT/SIGTERM, then stops every role gracefully.
+func serve(ctx context.Context, args []string, stderr io.Writer) error {
+	cfg, err := loadConfig("serve", args, stderr, nil)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, os.Stderr)
+	slog.SetDefault(log)
+	a, err := app.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	if err := a.Run(ctx); err != nil {
+		return fmt.Errorf("stopped with errors: %w", err)
+	}
+	log.Info("tradesvc stopped")
+	return nil
+}
+
+// migrate applies the migrations and creates the topics, then prints what it did.
+func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := loadConfig("migrate", args, stderr, nil)
+	if err != nil {
+		return err
+	}
+	if err := app.Migrate(ctx, cfg, newLogger(cfg, stderr)); err != nil {
+		return err
+	}
+	return printJSON(stdout, map[string]string{"postgres": "migrated", "clickhouse": "migrated", "kafka": "topics ready"})
+}

@@ -1,0 +1,102 @@
+package executor
+
+import (
+	"fmt"
+
+	"tradesvc/events"
+	"tradesvc/infra/mt5"
+)
+
+// Conversions from the trade-server port to the event catalogue. Enumerations of reference
+// data leave here as the spec's names; trade facts keep the raw platform integers.
+
+func flagNames(mask int, names []string) []string {
+	out := []string{}
+	for bit, name := range names {
+		if mask&(1<<bit) != 0 {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+var (
+	fillModeNames       = []string{"FOK", "IOC", "BOC"}
+	expirationModeNames = []string{"GTC", "DAY", "GTD", "GTD_DAY"}
+	orderModeNames      = []string{"MARKET", "LIMIT", "STOP", "STOP_LIMIT", "SL", "TP", "CLOSE_BY"}
+)
+
+func hhmm(minutes int) string { return fmt.Sprintf("%02d:%02d", minutes/60, minutes%60) }
+
+func symbolEvent(s mt5.Symbol, now int64) *events.SymbolSpecified {
+	e := &events.SymbolSpecified{
+		Symbol: s.Name, Description: s.Description, Digits: int32(s.Digits),
+		TickSize: s.TickSize, TickValue: s.TickValue, ContractSize: s.ContractSize,
+		VolumeMin: s.VolumeMin, VolumeMax: s.VolumeMax, VolumeStep: s.VolumeStep,
+		StopsLevel: int32(s.StopsLevel), FreezeLevel: int32(s.FreezeLevel),
+		TradeMode: s.TradeMode.String(), ExecutionMode: s.ExecutionMode.String(),
+		FillModes:       flagNames(int(s.FillFlags), fillModeNames),
+		ExpirationModes: flagNames(int(s.ExpirationModes), expirationModeNames),
+		OrderModes:      flagNames(int(s.OrderModes), orderModeNames),
+		CurrencyBase:    s.CurrencyBase, CurrencyProfit: s.CurrencyProfit, CurrencyMargin: s.CurrencyMargin,
+		SwapMode: s.SwapMode.String(), SwapLong: s.SwapLong, SwapShort: s.SwapShort,
+		Swap3Days: s.Swap3Days.String(), Time: now,
+	}
+	for day, sessions := range s.Sessions {
+		e.Sessions[day] = []events.Session{}
+		for _, ss := range sessions {
+			e.Sessions[day] = append(e.Sessions[day], events.Session{Open: hhmm(ss.Open), Close: hhmm(ss.Close)})
+		}
+	}
+	return e
+}
+
+func accountEvent(a mt5.Account) *events.AccountSnapshot {
+	return &events.AccountSnapshot{
+		Login: a.Login, Group: a.Group, Currency: a.Currency, Leverage: a.Leverage, Demo: a.Demo,
+		TradeAllowed: a.TradeAllowed, Active: true, Balance: a.Balance, Credit: a.Credit, Equity: a.Equity,
+		Margin: a.Margin, FreeMargin: a.MarginFree, Profit: a.Profit, MarginLevel: a.MarginLevel, Time: a.UpdateTime,
+	}
+}
+
+func tickEvent(t mt5.Tick) *events.TickReceived {
+	return &events.TickReceived{Seq: t.Seq, Symbol: t.Symbol, Bid: t.Bid, Ask: t.Ask, Last: t.Last,
+		Volume: t.Volume, BidDirection: t.BidDirection, AskDirection: t.AskDirection, Time: t.Time}
+}
+
+func dayStatsEvent(d mt5.DayStats) *events.DayStatsUpdated {
+	return &events.DayStatsUpdated{Symbol: d.Symbol, OpenPrice: d.Open, HighPrice: d.High, LowPrice: d.Low,
+		LastPrice: d.Last, BidPrice: d.Bid, AskPrice: d.Ask, BidHigh: d.BidHigh, BidLow: d.BidLow,
+		AskHigh: d.AskHigh, AskLow: d.AskLow, PriceChange: d.PriceChange, PriceChangePercent: d.PriceChangePercent,
+		Volatility: d.Volatility, TradeDeals: d.Deals, Volume: d.Volume, BuyOrders: d.BuyOrders,
+		SellOrders: d.SellOrders, Time: d.Time}
+}
+
+// factEvent converts one trade fact; ok is false for a fact kind this build does not relay.
+func factEvent(f mt5.Fact) (events.Event, bool) {
+	switch {
+	case f.Kind == mt5.FactDeal && f.Deal != nil:
+		d := f.Deal
+		return &events.DealAdded{Seq: f.Seq, Login: d.Login, DealID: d.Ticket, OrderID: d.Order, PositionID: d.Position,
+			Symbol: d.Symbol, Action: int(d.Action), Entry: int(d.Entry), Volume: d.Volume, Price: d.Price,
+			Profit: d.Profit, Commission: d.Commission, Swap: d.Swap, Comment: d.Comment, Time: d.Time,
+			Reason: int(d.Reason)}, true
+	case f.Kind == mt5.FactOrder && f.Order != nil:
+		o := f.Order
+		return &events.OrderChanged{Seq: f.Seq, Login: o.Login, Change: f.Action.String(), OrderID: o.Ticket,
+			PositionID: o.PositionID, Symbol: o.Symbol, Type: int(o.Type), State: int(o.State),
+			VolumeInitial: o.VolumeInitial, VolumeCurrent: o.VolumeCurrent, Price: o.Price, StopLimitPrice: o.StopLimit,
+			SL: o.SL, TP: o.TP, TypeTime: int(o.TypeTime), Expiration: o.Expiration, Comment: o.Comment,
+			TimeSetup: o.TimeSetup, TimeDone: o.TimeDone, Time: f.Time}, true
+	case f.Kind == mt5.FactPosition && f.Position != nil:
+		p := f.Position
+		return &events.PositionChanged{Seq: f.Seq, Login: p.Login, Change: f.Action.String(), PositionID: p.Ticket,
+			Symbol: p.Symbol, Direction: int(p.Type), Volume: p.Volume, PriceOpen: p.PriceOpen, SL: p.SL, TP: p.TP,
+			Profit: p.Profit, Swap: p.Swap, Comment: p.Comment, TimeOpen: p.TimeCreate, Time: f.Time}, true
+	case f.Kind == mt5.FactAccount && f.Account != nil:
+		a := f.Account
+		return &events.AccountChanged{Seq: f.Seq, Login: a.Login, Change: f.Action.String(), Balance: a.Balance,
+			Credit: a.Credit, Time: f.Time}, true
+	}
+	return nil, false
+}

@@ -1,0 +1,334 @@
+// Package executor is the only client of the trade server. It relays the trade server's
+// facts, ticks and reference data to Kafka, and (the trading path) drains the command topic,
+// sends each operation and appends its outcome.
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"tradesvc/events"
+	"tradesvc/infra/mt5"
+)
+
+// Appender appends events to a topic of the log durably (acknowledged by all in-sync
+// replicas) and in order per partition key, before it returns.
+type Appender interface {
+	Append(ctx context.Context, topic events.Topic, evs ...events.Event) error
+}
+
+// CursorStore keeps where a relay stands in a trade-server feed.
+type CursorStore interface {
+	Load(ctx context.Context, name string) (uint64, error)
+	Save(ctx context.Context, name string, position uint64) error
+}
+
+// RelayConfig configures the relay.
+type RelayConfig struct {
+	// Batch is the most facts or ticks read and appended at once (default 500).
+	Batch int
+	// AccountsEvery is how often account figures are polled and republished when they
+	// changed (default 1s).
+	AccountsEvery time.Duration
+	// ReferenceEvery is how often symbols and server info are re-read (default 30s).
+	ReferenceEvery time.Duration
+	// StatsEvery is how often trading-day statistics are polled (default 1s).
+	StatsEvery time.Duration
+}
+
+func (c *RelayConfig) defaults() {
+	if c.Batch <= 0 {
+		c.Batch = 500
+	}
+	if c.AccountsEvery <= 0 {
+		c.AccountsEvery = time.Second
+	}
+	if c.ReferenceEvery <= 0 {
+		c.ReferenceEvery = 30 * time.Second
+	}
+	if c.StatsEvery <= 0 {
+		c.StatsEvery = time.Second
+	}
+}
+
+// Relay copies the trade server's feeds into the log: facts (deals, orders, positions,
+// account balance changes) to the trades topic, ticks and day statistics to the ticks topic,
+// symbols, server info and account snapshots to the reference topic. Facts are appended
+// before their cursor is saved, so a crash re-appends at most one batch; every fact carries
+// its feed sequence so projections drop the duplicates.
+type Relay struct {
+	cfg     RelayConfig
+	port    mt5.TradeServer
+	out     Appender
+	cursors CursorStore
+	log     *slog.Logger
+	now     func() time.Time
+
+	lastSymbols  map[string]string
+	lastServer   string
+	lastAccounts map[int64]string
+	lastStats    map[string]string
+}
+
+// NewRelay builds a relay.
+func NewRelay(cfg RelayConfig, port mt5.TradeServer, out Appender, cursors CursorStore, log *slog.Logger, now func() time.Time) (*Relay, error) {
+	if port == nil || out == nil || cursors == nil || log == nil || now == nil {
+		return nil, errors.New("executor: relay needs a port, an appender, a cursor store, a logger and a clock")
+	}
+	cfg.defaults()
+	return &Relay{cfg: cfg, port: port, out: out, cursors: cursors, log: log, now: now,
+		lastSymbols: map[string]string{}, lastAccounts: map[int64]string{}, lastStats: map[string]string{}}, nil
+}
+
+// Cursor names in the cursor store.
+const (
+	CursorFacts = "mt5.facts"
+	CursorTicks = "mt5.ticks"
+)
+
+// Run relays until ctx ends; each feed retries on its own after a failure.
+func (r *Relay) Run(ctx context.Context) error {
+	done := make(chan struct{}, 4)
+	loops := []func(context.Context) error{r.relayFacts, r.relayTicks, r.pollReference, r.pollStats}
+	for _, loop := range loops {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			r.forever(ctx, loop)
+		}()
+	}
+	for range loops {
+		<-done
+	}
+	return nil
+}
+
+func (r *Relay) forever(ctx context.Context, loop func(context.Context) error) {
+	for attempt := 1; ctx.Err() == nil; attempt++ {
+		err := loop(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		r.log.Warn("relay loop failed; retrying", "err", err, "attempt", attempt)
+		wait(ctx, min(time.Duration(attempt)*250*time.Millisecond, 5*time.Second))
+	}
+}
+
+func (r *Relay) relayFacts(ctx context.Context) error {
+	cursor, err := r.cursors.Load(ctx, CursorFacts)
+	if err != nil {
+		return err
+	}
+	for {
+		pollCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		facts, err := r.port.Facts(pollCtx, cursor, r.cfg.Batch)
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			continue // an idle long poll
+		}
+		if err != nil {
+			return fmt.Errorf("read facts after %d: %w", cursor, err)
+		}
+		if len(facts) == 0 {
+			continue
+		}
+		evs := make([]events.Event, 0, len(facts))
+		for _, f := range facts {
+			if ev, ok := factEvent(f); ok {
+				evs = append(evs, ev)
+			}
+		}
+		if err := r.out.Append(ctx, events.TopicTrades, evs...); err != nil {
+			return fmt.Errorf("append %d facts: %w", len(evs), err)
+		}
+		cursor = facts[len(facts)-1].Seq
+		if err := r.cursors.Save(ctx, CursorFacts, cursor); err != nil {
+			return err
+		}
+	}
+}
+
+func (r *Relay) relayTicks(ctx context.Context) error {
+	cursor, err := r.cursors.Load(ctx, CursorTicks)
+	if err != nil {
+		return err
+	}
+	for {
+		pollCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		ticks, err := r.port.Ticks(pollCtx, cursor, r.cfg.Batch)
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read ticks after %d: %w", cursor, err)
+		}
+		if len(ticks) == 0 {
+			continue
+		}
+		evs := make([]events.Event, len(ticks))
+		for i, t := range ticks {
+			evs[i] = tickEvent(t)
+		}
+		if err := r.out.Append(ctx, events.TopicTicks, evs...); err != nil {
+			return fmt.Errorf("append %d ticks: %w", len(evs), err)
+		}
+		cursor = ticks[len(ticks)-1].Seq
+		if err := r.cursors.Save(ctx, CursorTicks, cursor); err != nil {
+			return err
+		}
+	}
+}
+
+// pollReference publishes symbols and server info when they change (and once at start),
+// and account snapshots whenever their figures change.
+func (r *Relay) pollReference(ctx context.Context) error {
+	var lastRef time.Time
+	for {
+		if time.Since(lastRef) >= r.cfg.ReferenceEvery {
+			if err := r.publishSymbols(ctx); err != nil {
+				return err
+			}
+			lastRef = time.Now()
+		}
+		if err := r.publishAccounts(ctx); err != nil {
+			return err
+		}
+		if !wait(ctx, r.cfg.AccountsEvery) {
+			return ctx.Err()
+		}
+	}
+}
+
+func (r *Relay) publishSymbols(ctx context.Context) error {
+	now := r.now().UnixMilli()
+	info, err := r.port.ServerInfo(ctx)
+	if err != nil {
+		return fmt.Errorf("read server info: %w", err)
+	}
+	var evs []events.Event
+	srv := &events.ServerSpecified{Name: info.Name, TimeZoneOffsetMinutes: info.TimeZoneOffsetMinutes, Time: now}
+	serverFP := fingerprint(srv.Name, srv.TimeZoneOffsetMinutes)
+	if serverFP != r.lastServer {
+		evs = append(evs, srv)
+	}
+	symbols, err := r.port.Symbols(ctx)
+	if err != nil {
+		return fmt.Errorf("read symbols: %w", err)
+	}
+	changed := map[string]string{}
+	for _, s := range symbols {
+		e := symbolEvent(s, now)
+		e.Time = 0
+		fp := fingerprint(e)
+		if r.lastSymbols[s.Name] != fp {
+			e.Time = now
+			evs = append(evs, e)
+			changed[s.Name] = fp
+		}
+	}
+	if len(evs) == 0 {
+		return nil
+	}
+	if err := r.out.Append(ctx, events.TopicReference, evs...); err != nil {
+		return fmt.Errorf("append reference data: %w", err)
+	}
+	r.lastServer = serverFP
+	for k, v := range changed {
+		r.lastSymbols[k] = v
+	}
+	return nil
+}
+
+func (r *Relay) publishAccounts(ctx context.Context) error {
+	accounts, err := r.port.Accounts(ctx)
+	if err != nil {
+		return fmt.Errorf("read accounts: %w", err)
+	}
+	var evs []events.Event
+	changed := map[int64]string{}
+	for _, a := range accounts {
+		e := accountEvent(a)
+		t := e.Time
+		e.Time = 0
+		fp := fingerprint(e)
+		if r.lastAccounts[a.Login] != fp {
+			e.Time = t
+			if e.Time == 0 {
+				e.Time = r.now().UnixMilli()
+			}
+			evs = append(evs, e)
+			changed[a.Login] = fp
+		}
+	}
+	if len(evs) == 0 {
+		return nil
+	}
+	if err := r.out.Append(ctx, events.TopicReference, evs...); err != nil {
+		return fmt.Errorf("append account snapshots: %w", err)
+	}
+	for k, v := range changed {
+		r.lastAccounts[k] = v
+	}
+	return nil
+}
+
+func (r *Relay) pollStats(ctx context.Context) error {
+	for {
+		symbols, err := r.port.Symbols(ctx)
+		if err != nil {
+			return fmt.Errorf("read symbols: %w", err)
+		}
+		var evs []events.Event
+		changed := map[string]string{}
+		for _, s := range symbols {
+			st, err := r.port.DayStats(ctx, s.Name)
+			if errors.Is(err, mt5.ErrNoQuote) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("read day stats of %s: %w", s.Name, err)
+			}
+			e := dayStatsEvent(st)
+			t := e.Time
+			e.Time = 0
+			fp := fingerprint(e)
+			if r.lastStats[s.Name] != fp {
+				e.Time = t
+				evs = append(evs, e)
+				changed[s.Name] = fp
+			}
+		}
+		if len(evs) > 0 {
+			if err := r.out.Append(ctx, events.TopicTicks, evs...); err != nil {
+				return fmt.Errorf("append day stats: %w", err)
+			}
+			for k, v := range changed {
+				r.lastStats[k] = v
+			}
+		}
+		if !wait(ctx, r.cfg.StatsEvery) {
+			return ctx.Err()
+		}
+	}
+}
+
+// wait sleeps d or until ctx ends; it reports whether the full time passed.
+func wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

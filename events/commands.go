@@ -1,0 +1,119 @@
+package events
+
+import (
+	"strconv"
+
+	"github.com/cockroachdb/apd/v3"
+)
+
+// Requester records who asked for an operation and what exactly they sent, so that an auditor
+// replaying the command topic can answer who did what, from where, and when.
+type Requester struct {
+	// APIKeyID is the stored id of the API key (never the key or its secret).
+	APIKeyID int64 `json:"apiKeyId"`
+	// SourceAddr is the client's address as the gateway saw it.
+	SourceAddr string `json:"sourceAddr"`
+	// Method and Path of the HTTP request.
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	// Params is the request as received: the raw query string followed by the raw body,
+	// without the signature.
+	Params string `json:"params"`
+	// ReceivedAt is when the gateway received the request, Unix ms.
+	ReceivedAt int64 `json:"receivedAt"`
+}
+
+// Operation identifies one state-changing client operation end to end.
+type Operation struct {
+	// OperationID is the service's id of the operation (also the envelope correlation id).
+	OperationID string `json:"operationId"`
+	// Login is the trading account.
+	Login int64 `json:"login"`
+	// ClientOrderID is the client's idempotency key (given or generated).
+	ClientOrderID string `json:"clientOrderId"`
+	// Tag is the 7-character correlation tag appended to the platform comment.
+	Tag string `json:"tag"`
+	// Requester says who asked.
+	Requester Requester `json:"requester"`
+}
+
+func loginKey(login int64) string { return strconv.FormatInt(login, 10) }
+
+// OrderRequested is a new market or pending order (POST /v1/order, one item of a batch).
+type OrderRequested struct {
+	Operation
+	Symbol         string       `json:"symbol"`
+	Side           string       `json:"side"` // BUY or SELL
+	Type           string       `json:"type"` // MARKET, BUY_LIMIT, ...
+	Volume         apd.Decimal  `json:"volume"`
+	Price          *apd.Decimal `json:"price,omitempty"`
+	StopLimitPrice *apd.Decimal `json:"stopLimitPrice,omitempty"`
+	SL             *apd.Decimal `json:"sl,omitempty"`
+	TP             *apd.Decimal `json:"tp,omitempty"`
+	TimeInForce    string       `json:"timeInForce,omitempty"`
+	Expiration     int64        `json:"expiration,omitempty"`
+	Comment        string       `json:"comment,omitempty"`
+}
+
+// OrderModifyRequested changes a pending order (PUT /v1/order).
+type OrderModifyRequested struct {
+	Operation
+	OrderID        int64        `json:"orderId"`
+	Price          *apd.Decimal `json:"price,omitempty"`
+	StopLimitPrice *apd.Decimal `json:"stopLimitPrice,omitempty"`
+	SL             *apd.Decimal `json:"sl,omitempty"`
+	TP             *apd.Decimal `json:"tp,omitempty"`
+	TimeInForce    string       `json:"timeInForce,omitempty"`
+	Expiration     int64        `json:"expiration,omitempty"`
+}
+
+// OrderCancelRequested removes a pending order (DELETE /v1/order).
+type OrderCancelRequested struct {
+	Operation
+	OrderID int64 `json:"orderId"`
+}
+
+// PositionCloseRequested closes a position fully or partly (DELETE /v1/position, each leg
+// of DELETE /v1/allOpenPositions).
+type PositionCloseRequested struct {
+	Operation
+	PositionID int64 `json:"positionId"`
+	// Volume is absent for a full close.
+	Volume *apd.Decimal `json:"volume,omitempty"`
+	// SweepID is set when the close is a leg of a close-all sweep.
+	SweepID string `json:"sweepId,omitempty"`
+}
+
+// PositionModifyRequested changes a position's SL/TP (PUT /v1/position); zero removes a stop.
+type PositionModifyRequested struct {
+	Operation
+	PositionID int64        `json:"positionId"`
+	SL         *apd.Decimal `json:"sl,omitempty"`
+	TP         *apd.Decimal `json:"tp,omitempty"`
+}
+
+// EventType implements Event.
+func (*OrderRequested) EventType() string { return "OrderRequested_v1" }
+
+// EventType implements Event.
+func (*OrderModifyRequested) EventType() string { return "OrderModifyRequested_v1" }
+
+// EventType implements Event.
+func (*OrderCancelRequested) EventType() string { return "OrderCancelRequested_v1" }
+
+// EventType implements Event.
+func (*PositionCloseRequested) EventType() string { return "PositionCloseRequested_v1" }
+
+// EventType implements Event.
+func (*PositionModifyRequested) EventType() string { return "PositionModifyRequested_v1" }
+
+// PartitionKey implements Event: commands are ordered per login.
+func (o *Operation) PartitionKey() string { return loginKey(o.Login) }
+
+func init() {
+	register(func() Event { return &OrderRequested{} })
+	register(func() Event { return &OrderModifyRequested{} })
+	register(func() Event { return &OrderCancelRequested{} })
+	register(func() Event { return &PositionCloseRequested{} })
+	register(func() Event { return &PositionModifyRequested{} })
+}

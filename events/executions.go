@@ -1,0 +1,65 @@
+package events
+
+import "github.com/cockroachdb/apd/v3"
+
+// Execution statuses carried by ExecutionOutcome.
+const (
+	StatusAccepted        = "ACCEPTED"
+	StatusNew             = "NEW"
+	StatusPartiallyFilled = "PARTIALLY_FILLED"
+	StatusFilled          = "FILLED"
+	StatusCanceled        = "CANCELED"
+	StatusExpired         = "EXPIRED"
+	StatusRejected        = "REJECTED"
+	StatusInDoubt         = "IN_DOUBT"
+)
+
+// ExecutionSent records that the executor is about to hand an operation to the trade server.
+// After a crash, an operation with ExecutionSent and no ExecutionOutcome is reconciled by its
+// tag, never resent blindly.
+type ExecutionSent struct {
+	OperationID string `json:"operationId"`
+	Login       int64  `json:"login"`
+	Tag         string `json:"tag"`
+	SentAt      int64  `json:"sentAt"`
+	// Attempt counts sends of this operation (a rejected-unqueued operation may be retried).
+	Attempt int `json:"attempt"`
+}
+
+// ExecutionOutcome is what became of an operation: the trade server's in-band answer, the
+// executor's own refusal (dispatch window passed: REJECTED -1000), or IN_DOUBT.
+type ExecutionOutcome struct {
+	OperationID string `json:"operationId"`
+	Login       int64  `json:"login"`
+	Tag         string `json:"tag"`
+	Status      string `json:"status"`
+	// Code is the service error code for a refusal (negative), 0 on success.
+	Code int `json:"code,omitempty"`
+	// Retcode is the trade server's return code when it answered.
+	Retcode  int          `json:"retcode,omitempty"`
+	Msg      string       `json:"msg,omitempty"`
+	OrderID  int64        `json:"orderId,omitempty"`
+	DealID   int64        `json:"dealId,omitempty"`
+	Position int64        `json:"positionId,omitempty"`
+	Price    *apd.Decimal `json:"price,omitempty"`
+	Volume   *apd.Decimal `json:"volume,omitempty"`
+	// DecidedAt is when the outcome was known, Unix ms.
+	DecidedAt int64 `json:"decidedAt"`
+}
+
+// EventType implements Event.
+func (*ExecutionSent) EventType() string { return "ExecutionSent_v1" }
+
+// PartitionKey implements Event.
+func (e *ExecutionSent) PartitionKey() string { return loginKey(e.Login) }
+
+// EventType implements Event.
+func (*ExecutionOutcome) EventType() string { return "ExecutionOutcome_v1" }
+
+// PartitionKey implements Event.
+func (e *ExecutionOutcome) PartitionKey() string { return loginKey(e.Login) }
+
+func init() {
+	register(func() Event { return &ExecutionSent{} })
+	register(func() Event { return &ExecutionOutcome{} })
+}

@@ -1,0 +1,41 @@
+package events
+
+// Topic describes one Kafka topic of the event log: its name, how many partitions it has,
+// what its messages are keyed by (the partition key keeps one account's or one symbol's
+// events ordered), and how long it keeps them.
+type Topic struct {
+	// Name is the topic name without the deployment prefix (see infra/config TopicPrefix).
+	Name string
+	// Partitions is the partition count the service creates the topic with.
+	Partitions int32
+	// KeyedBy documents the partition key: "login" or "symbol" or "entity".
+	KeyedBy string
+	// Compacted topics keep the latest message per key forever (reference data).
+	Compacted bool
+	// RetentionMs is the time-based retention; -1 keeps messages forever.
+	RetentionMs int64
+}
+
+// The topic catalogue. Names never change casually: auditors replay these topics.
+var (
+	// TopicCommands holds what clients asked for (OrderRequested_v1 and its kin), keyed by login.
+	TopicCommands = Topic{Name: "tradesvc.commands.v1", Partitions: 8, KeyedBy: "login", RetentionMs: -1}
+	// TopicExecutions holds what the executor did with each command (sent, outcome), keyed by login.
+	TopicExecutions = Topic{Name: "tradesvc.executions.v1", Partitions: 8, KeyedBy: "login", RetentionMs: -1}
+	// TopicTrades holds facts reported by the trade server (deals, order, position and
+	// account changes), keyed by login.
+	TopicTrades = Topic{Name: "tradesvc.trades.v1", Partitions: 8, KeyedBy: "login", RetentionMs: -1}
+	// TopicTicks holds market data (quotes and trading-day statistics), keyed by symbol.
+	// Market data is not part of the audit log; ClickHouse keeps the history as bars and
+	// ticks, so this topic keeps seven days.
+	TopicTicks = Topic{Name: "tradesvc.ticks.v1", Partitions: 4, KeyedBy: "symbol", RetentionMs: 7 * 24 * 3600 * 1000}
+	// TopicReference holds the latest specification of every symbol and account, keyed by
+	// entity ("symbol:EURUSD", "account:1001"); compacted, so a new projection can always
+	// rebuild reference data from it.
+	TopicReference = Topic{Name: "tradesvc.reference.v1", Partitions: 4, KeyedBy: "entity", Compacted: true, RetentionMs: -1}
+)
+
+// Topics lists every topic the service creates at start-up.
+func Topics() []Topic {
+	return []Topic{TopicCommands, TopicExecutions, TopicTrades, TopicTicks, TopicReference}
+}

@@ -1,0 +1,103 @@
+package gateway
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"tradesvc/gateway/ratelimit"
+)
+
+// Config configures the gateway. Zero values take the documented defaults (WithDefaults).
+type Config struct {
+	// TLS is the server's TLS configuration (certificate required). Plain HTTP is refused.
+	TLS *tls.Config
+	// BodyLimit is the largest request body in bytes (default 64 KiB); larger is 413.
+	BodyLimit int
+	// ReadTimeout bounds reading a request, TLS handshake included (default 10 s), so a
+	// silent or plain-HTTP client never holds a connection forever.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds writing a response (default 10 s).
+	WriteTimeout time.Duration
+	// IdleTimeout closes idle keep-alive connections (default 120 s).
+	IdleTimeout time.Duration
+	// KeyCacheTTL is how long a key lookup is reused (default 1 s, at most 2 s).
+	KeyCacheTTL time.Duration
+	// Limits are the default per-key limits (default 1200 weight/min, 100 orders/10 s,
+	// 1200 orders/min).
+	Limits ratelimit.Limits
+	// BanSteps is the 418 escalation (default 2 min, 1 h, 24 h).
+	BanSteps []time.Duration
+	// MaxParams is the most parameters a request may carry (default 32); more is -1101.
+	MaxParams int
+	// RetiredPaths answer -1016 (410) for every method (default RetiredPaths).
+	RetiredPaths []string
+	// Logger receives internal errors (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// DefaultRetiredPaths are endpoints of earlier drafts, answered -1016 forever.
+var DefaultRetiredPaths = []string{
+	"/v1/order/test",        // no separate sandbox: test keys use demo logins
+	"/v1/positionSide/dual", // hedging only, no position side
+	"/v1/premiumIndex",      // no mark or index price
+	"/v1/fundingRate",       // swaps, not funding
+	"/v1/leverage",          // leverage belongs to the account group
+	"/v1/marginType",        // margin belongs to the trade server
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.BodyLimit == 0 {
+		c.BodyLimit = 64 << 10
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = 10 * time.Second
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 10 * time.Second
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 120 * time.Second
+	}
+	if c.KeyCacheTTL == 0 {
+		c.KeyCacheTTL = time.Second
+	}
+	c.Limits = c.Limits.Or(ratelimit.DefaultLimits)
+	if len(c.BanSteps) == 0 {
+		c.BanSteps = ratelimit.DefaultBanSteps
+	}
+	if c.MaxParams == 0 {
+		c.MaxParams = 32
+	}
+	if c.RetiredPaths == nil {
+		c.RetiredPaths = DefaultRetiredPaths
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate reports configuration errors (after defaults).
+func (c Config) Validate() error {
+	var errs []error
+	if c.TLS == nil || (len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil) {
+		errs = append(errs, errors.New("gateway: TLS config with a certificate is required"))
+	}
+	if c.BodyLimit <= 0 {
+		errs = append(errs, errors.New("gateway: BodyLimit must be positive"))
+	}
+	if c.ReadTimeout <= 0 || c.WriteTimeout <= 0 || c.IdleTimeout <= 0 {
+		errs = append(errs, errors.New("gateway: timeouts must be positive"))
+	}
+	if c.KeyCacheTTL < 0 || c.KeyCacheTTL > 2*time.Second {
+		errs = append(errs, fmt.Errorf("gateway: KeyCacheTTL %v outside 0..2s", c.KeyCacheTTL))
+	}
+	if c.MaxParams <= 0 {
+		errs = append(errs, errors.New("gateway: MaxParams must be positive"))
+	}
+	return errors.Join(errs...)
+}

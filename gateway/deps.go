@@ -1,0 +1,85 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"time"
+
+	"tradesvc/query"
+)
+
+// Key is what the gateway needs to know about an API key. The key store (infra/keys)
+// adapts its records to it.
+type Key struct {
+	// ID identifies the key in logs and rate-limit buckets; never the secret.
+	ID string
+	// APIKey is the public key sent in X-SVC-APIKEY.
+	APIKey string
+	// Secret is the HMAC-SHA256 key that signs USER_DATA and TRADE requests.
+	Secret []byte
+	// Logins is the key's scope: the accounts it may read and trade.
+	Logins []int64
+	// ReadOnly keys get -2015 on TRADE endpoints.
+	ReadOnly bool
+	// AllowCIDRs restricts source addresses; empty allows any.
+	AllowCIDRs []netip.Prefix
+	// Revoked keys (and keys whose owner is inactive) are refused with -2015.
+	Revoked bool
+	// Per-key limits; 0 takes the gateway's default.
+	WeightPerMinute int
+	Orders10s       int
+	Orders1m        int
+}
+
+// ErrUnknownKey is what a KeyStore returns for a key it does not know.
+var ErrUnknownKey = errors.New("gateway: unknown api key")
+
+// KeyStore finds API keys. The gateway caches answers for Config.KeyCacheTTL (at most 2 s)
+// so that revocation and scope changes take effect within seconds.
+type KeyStore interface {
+	// Lookup returns the key, ErrUnknownKey (wrapped or not) when there is none, or another
+	// error when the store cannot be read (answered -1000, never cached).
+	Lookup(ctx context.Context, apiKey string) (Key, error)
+}
+
+// Switches are the service switches checked before any TRADE endpoint.
+type Switches interface {
+	// TradingEnabled is false while trading is switched off (-1017).
+	TradingEnabled(ctx context.Context) bool
+	// ExecutorAlive is false when the execution path has not been seen for about 30 s (-5015).
+	ExecutorAlive(ctx context.Context) bool
+}
+
+// Deps are the gateway's collaborators. All are required except Clock (time.Now).
+type Deps struct {
+	Keys     KeyStore
+	Switches Switches
+	Symbols  query.SymbolReader
+	Quotes   query.QuoteReader
+	DayStats query.DayStatsReader
+	Bars     query.BarReader
+	Accounts query.AccountReader
+	Server   query.ServerInfo
+	// Clock is the server clock (serverTime, recvWindow checks, rate windows).
+	Clock func() time.Time
+}
+
+// Validate reports missing dependencies.
+func (d Deps) Validate() error {
+	var errs []error
+	check := func(ok bool, name string) {
+		if !ok {
+			errs = append(errs, errors.New("gateway: missing dependency "+name))
+		}
+	}
+	check(d.Keys != nil, "Keys")
+	check(d.Switches != nil, "Switches")
+	check(d.Symbols != nil, "Symbols")
+	check(d.Quotes != nil, "Quotes")
+	check(d.DayStats != nil, "DayStats")
+	check(d.Bars != nil, "Bars")
+	check(d.Accounts != nil, "Accounts")
+	check(d.Server != nil, "Server")
+	return errors.Join(errs...)
+}

@@ -1,0 +1,274 @@
+package gateway
+
+import (
+	"bytes"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"tradesvc/events"
+	"tradesvc/gateway/ratelimit"
+	"tradesvc/query"
+)
+
+// Security is an endpoint's security type (the spec's summary table).
+type Security int
+
+// Security types.
+const (
+	// SecNone: no key needed; a key header, when sent, is validated and charged.
+	SecNone Security = iota
+	// SecMarketData: key header only, for rate attribution.
+	SecMarketData
+	// SecUserStream: key header only.
+	SecUserStream
+	// SecUserData: key header and signature.
+	SecUserData
+	// SecTrade: key header, signature, a trading (not read-only) key, and the service switches.
+	SecTrade
+)
+
+// HeaderAPIKey carries the API key.
+const HeaderAPIKey = "X-SVC-APIKEY"
+
+// Usage header names.
+const (
+	HeaderUsedWeight1m  = "X-SVC-USED-WEIGHT-1M"
+	HeaderOrderCount10s = "X-SVC-ORDER-COUNT-10S"
+	HeaderOrderCount1m  = "X-SVC-ORDER-COUNT-1M"
+)
+
+// Endpoint describes one REST route and what the pipeline does before its handler.
+type Endpoint struct {
+	Method   string
+	Path     string
+	Security Security
+	// Weight returns the REQUEST_WEIGHT of a request (nil: 1).
+	Weight func(p *Params) int
+	// Orders returns the ORDERS count of a request (nil: 0). Charged after the switches, the
+	// signature and the login scope, so a refused request never consumes order budget.
+	Orders func(p *Params) int
+	// AccountScoped endpoints take a mandatory login that must be in the key's scope.
+	AccountScoped bool
+	// RequireAccount also reads the account (nonexistent or inactive: -2022) into
+	// Request.Account; trading endpoints set it and use Request.RequireTradeAllowed.
+	RequireAccount bool
+}
+
+// TradeEndpoint is the Endpoint of a single-account trading operation: signed, TRADE
+// security (switches checked first, read-only keys refused), weight 1, the given ORDERS
+// count, login in scope and the account read (use Request.RequireTradeAllowed for -2024).
+// Batch and multi-account endpoints build their Endpoint by hand.
+func TradeEndpoint(method, path string, orders int) Endpoint {
+	return Endpoint{Method: method, Path: path, Security: SecTrade, AccountScoped: true, RequireAccount: true,
+		Orders: func(*Params) int { return orders }}
+}
+
+// Request is what the pipeline hands to an endpoint handler.
+type Request struct {
+	// Params are the decoded parameters.
+	Params *Params
+	// Key is the caller's key; nil on an unkeyed NONE request.
+	Key *Key
+	// Login is the checked login of an AccountScoped endpoint.
+	Login int64
+	// Account is the account of a RequireAccount endpoint.
+	Account *query.Account
+	// Now is the server time the request was checked against.
+	Now time.Time
+
+	auth    *authKey
+	usage   ratelimit.Usage
+	charged bool
+}
+
+// RequireTradeAllowed answers -2024 when trading is disabled on the request's account;
+// operations that trade call it (reads never do).
+func (r *Request) RequireTradeAllowed() error {
+	if r.Account != nil && !r.Account.TradeAllowed {
+		return errTradeOff
+	}
+	return nil
+}
+
+// InScope reports whether login belongs to the caller's key (false without a key).
+func (r *Request) InScope(login int64) bool { return r.auth != nil && r.auth.InScope(login) }
+
+// HandlerFunc handles a request that passed the pipeline. It writes the response, or returns
+// an error (an *events.Rejection for a business refusal) that the gateway renders.
+type HandlerFunc func(c *fiber.Ctx, r *Request) error
+
+// Handle registers an endpoint. Call it before Serve. Trading endpoints use it with
+// SecTrade, an Orders function, AccountScoped and RequireAccount.
+func (s *Server) Handle(ep Endpoint, h HandlerFunc) {
+	s.app.Add(ep.Method, ep.Path, s.pipeline(ep, h))
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+func (s *Server) pipeline(ep Endpoint, h HandlerFunc) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		r := Request{Now: s.clock()}
+		err := s.run(c, &ep, h, &r)
+		if r.auth != nil {
+			u := r.usage
+			if !r.charged {
+				u = s.limiter.Usage(r.auth.ID, r.Now)
+			}
+			h := &c.Response().Header
+			h.DisableNormalizing() // send the names exactly as the spec spells them
+			h.Set(HeaderUsedWeight1m, strconv.Itoa(u.Weight1m))
+			h.Set(HeaderOrderCount10s, strconv.Itoa(u.Orders10s))
+			h.Set(HeaderOrderCount1m, strconv.Itoa(u.Orders1m))
+		}
+		if err != nil {
+			return writeError(c, s.log, err)
+		}
+		return nil
+	}
+}
+
+// run is the pipeline: identify the key (-1002, -2015), check the TRADE switches (-1017,
+// -5015), parse parameters (-1100, -1101), verify a signed request (-1102, -1130, -1022,
+// -1021), charge weight (-1003, 418), check the login scope (-1102, -1122, -2022), charge
+// orders (-1015, 418), then call the handler.
+func (s *Server) run(c *fiber.Ctx, ep *Endpoint, h HandlerFunc, r *Request) error {
+	ctx := c.UserContext()
+	hdr := c.Request().Header.Peek(HeaderAPIKey)
+	if ep.Security != SecNone || len(hdr) > 0 {
+		if !validKeyHeader(hdr) {
+			return errKeyHeader
+		}
+		k, err := s.keys.get(ctx, string(hdr))
+		if err != nil {
+			s.log.Error("gateway: key lookup failed", "err", err)
+			return errUnavailable
+		}
+		if k == nil || k.Revoked || !k.allows(remoteAddr(c)) || (ep.Security == SecTrade && k.ReadOnly) {
+			return errRejectedKey
+		}
+		r.auth, r.Key = k, &k.Key
+	}
+	if ep.Security == SecTrade {
+		if !s.switches.TradingEnabled(ctx) {
+			return errTradingOff
+		}
+		if !s.switches.ExecutorAlive(ctx) {
+			return errNoExecutor
+		}
+	}
+	req := c.Request()
+	rawQuery := req.URI().QueryString()
+	rawBody := req.Body()
+	p, err := ParseParams(rawQuery, formBody(req.Header.ContentType(), rawBody), s.cfg.MaxParams)
+	if err != nil {
+		return err
+	}
+	r.Params = p
+	if ep.Security == SecUserData || ep.Security == SecTrade {
+		// Signed requests are charged only once authenticated, so someone holding just the
+		// (non-secret) API key cannot exhaust or ban the key's budget.
+		bp := bufPool.Get().(*[]byte)
+		err := checkSigned(p, r.auth.Secret, rawQuery, rawBody, r.Now, (*bp)[:0])
+		bufPool.Put(bp)
+		if err != nil {
+			return err
+		}
+	}
+	if r.auth != nil {
+		w := 1
+		if ep.Weight != nil {
+			w = ep.Weight(p)
+		}
+		if err := s.charge(r, w, 0); err != nil {
+			return err
+		}
+	}
+	if ep.AccountScoped {
+		login, err := p.Login()
+		if err != nil {
+			return err
+		}
+		if r.auth == nil || !r.auth.InScope(login) {
+			return errOutOfScope
+		}
+		r.Login = login
+		if ep.RequireAccount {
+			acc, ok, err := s.deps.Accounts.Account(ctx, login)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return errOutOfScope
+			}
+			r.Account = &acc
+		}
+	}
+	if ep.Orders != nil && r.auth != nil {
+		if n := ep.Orders(p); n > 0 {
+			if err := s.charge(r, 0, n); err != nil {
+				return err
+			}
+		}
+	}
+	return h(c, r)
+}
+
+// charge applies the rate limiter and translates its verdict.
+func (s *Server) charge(r *Request, weight, orders int) error {
+	d, u := s.limiter.Charge(r.auth.ID, r.auth.limits, r.Now, weight, orders)
+	r.usage, r.charged = u, true
+	retry := int((d.RetryAfter + time.Second - 1) / time.Second)
+	switch d.Outcome {
+	case ratelimit.WeightExceeded:
+		return &statusError{status: fiber.StatusTooManyRequests, code: events.CodeTooManyRequests, retry: retry,
+			msg: "Too many requests; request weight limit exceeded. Retry after " + strconv.Itoa(retry) + " s; continuing earns a ban."}
+	case ratelimit.OrdersExceeded:
+		return &statusError{status: fiber.StatusTooManyRequests, code: events.CodeTooManyOrders, retry: retry,
+			msg: "Too many new orders. Retry after " + strconv.Itoa(retry) + " s; continuing earns a ban."}
+	case ratelimit.Banned:
+		return &statusError{status: fiber.StatusTeapot, code: events.CodeTooManyRequests, retry: retry,
+			msg: "Way too many requests; key banned for " + strconv.Itoa(retry) + " s. Retrying lengthens the ban."}
+	}
+	return nil
+}
+
+// formBody returns the body when it carries form parameters: an
+// application/x-www-form-urlencoded body, or a body sent without a content type.
+func formBody(contentType, body []byte) []byte {
+	if len(body) == 0 {
+		return nil
+	}
+	if len(contentType) == 0 {
+		return body
+	}
+	if i := bytes.IndexByte(contentType, ';'); i >= 0 {
+		contentType = contentType[:i]
+	}
+	if bytes.EqualFold(bytes.TrimSpace(contentType), []byte(fiber.MIMEApplicationForm)) {
+		return body
+	}
+	return nil
+}
+
+// validKeyHeader accepts 1 to 256 printable ASCII characters without spaces.
+func validKeyHeader(h []byte) bool {
+	if len(h) == 0 || len(h) > 256 {
+		return false
+	}
+	for _, c := range h {
+		if c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// remoteAddr is the TCP peer; forwarded-for headers are deliberately not trusted.
+func remoteAddr(c *fiber.Ctx) netip.Addr {
+	a, _ := netip.AddrFromSlice(c.Context().RemoteIP())
+	return a.Unmap()
+}

@@ -1,0 +1,87 @@
+package gateway
+
+import (
+	"errors"
+	"log/slog"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"tradesvc/events"
+)
+
+// envelope is the error body of every failed response.
+type envelope struct {
+	Code       events.Code `json:"code"`
+	Msg        string      `json:"msg"`
+	MT5RetCode int         `json:"mt5RetCode,omitempty"`
+}
+
+// statusError is a rejection answered with an HTTP status other than its code's own
+// (404/405/413/418 and the like).
+type statusError struct {
+	status int
+	code   events.Code
+	msg    string
+	retry  int // Retry-After seconds, 0 = none
+}
+
+func (e *statusError) Error() string { return "http " + strconv.Itoa(e.status) + ": " + e.msg }
+
+// writeError renders err as the error envelope with the right status. It is the single place
+// where errors become HTTP: rejections carry their code, unexpected errors become -1001.
+func writeError(c *fiber.Ctx, log *slog.Logger, err error) error {
+	var rej *events.Rejection
+	var se *statusError
+	var fe *fiber.Error
+	switch {
+	case errors.As(err, &rej):
+		return send(c, rej.Code.HTTPStatus(), envelope{Code: rej.Code, Msg: rej.Msg, MT5RetCode: rej.Retcode})
+	case errors.As(err, &se):
+		if se.retry > 0 {
+			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(se.retry))
+		}
+		return send(c, se.status, envelope{Code: se.code, Msg: se.msg})
+	case errors.As(err, &fe):
+		return send(c, fe.Code, fiberEnvelope(fe))
+	}
+	log.Error("gateway: internal error", "method", c.Method(), "path", c.Path(), "err", err)
+	return send(c, fiber.StatusInternalServerError, envelope{Code: events.CodeInternal, Msg: "Internal error; unable to process your request. Please try again."})
+}
+
+// fiberEnvelope maps errors raised by Fiber itself (routing, body size, malformed HTTP).
+func fiberEnvelope(fe *fiber.Error) envelope {
+	switch fe.Code {
+	case fiber.StatusNotFound:
+		return envelope{Code: events.CodeNotSupported, Msg: "Unknown endpoint."}
+	case fiber.StatusMethodNotAllowed:
+		return envelope{Code: events.CodeNotSupported, Msg: "Method not allowed for this endpoint."}
+	case fiber.StatusRequestEntityTooLarge:
+		return envelope{Code: events.CodeTooManyParams, Msg: "Request body too large."}
+	case fiber.StatusRequestHeaderFieldsTooLarge:
+		return envelope{Code: events.CodeTooManyParams, Msg: "Request headers too large."}
+	case fiber.StatusRequestTimeout:
+		return envelope{Code: events.CodeUnavailable, Msg: "Request timed out."}
+	}
+	if fe.Code >= 500 {
+		return envelope{Code: events.CodeInternal, Msg: "Internal error; unable to process your request. Please try again."}
+	}
+	return envelope{Code: events.CodeNotSupported, Msg: "Malformed HTTP request."}
+}
+
+func send(c *fiber.Ctx, status int, body envelope) error {
+	c.Status(status)
+	return c.JSON(body)
+}
+
+// Rejections the pipeline raises.
+var (
+	errKeyHeader   = events.Reject(events.CodeUnauthorized, "API-key header missing or malformed.")
+	errRejectedKey = events.Reject(events.CodeRejectedKey, "Invalid API-key, IP, or permissions for action.")
+	errTradingOff  = events.Reject(events.CodeTradingOff, "Trading is switched off; retry with backoff.")
+	errNoExecutor  = events.Reject(events.CodeNoConnection, "No connection to the trade server; retry with backoff.")
+	errUnavailable = events.Reject(events.CodeUnavailable, "Service unavailable; nothing was done. Retry with backoff.")
+	errOutOfScope  = events.Reject(events.CodeLoginOutOfScope, "Login is out of scope, nonexistent or inactive.")
+	errTradeOff    = events.Reject(events.CodeAccountTradeOff, "Trading is disabled for the account.")
+	errRetired     = events.Reject(events.CodeRetired, "This endpoint has been retired.")
+)

@@ -1,0 +1,333 @@
+package gwtest
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"tradesvc/events/dec"
+	"tradesvc/gateway"
+	"tradesvc/query"
+)
+
+// Keys is an in-memory gateway.KeyStore. Lookups counts calls (to observe caching).
+type Keys struct {
+	mu      sync.Mutex
+	keys    map[string]gateway.Key
+	fail    error
+	Lookups atomic.Int64
+}
+
+// NewKeys returns a store holding keys.
+func NewKeys(keys ...gateway.Key) *Keys {
+	s := &Keys{keys: map[string]gateway.Key{}}
+	for _, k := range keys {
+		s.Put(k)
+	}
+	return s
+}
+
+// Put adds or replaces a key.
+func (s *Keys) Put(k gateway.Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keys[k.APIKey] = k
+}
+
+// Fail makes every lookup return err (nil restores).
+func (s *Keys) Fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail = err
+}
+
+// Lookup implements gateway.KeyStore.
+func (s *Keys) Lookup(_ context.Context, apiKey string) (gateway.Key, error) {
+	s.Lookups.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return gateway.Key{}, s.fail
+	}
+	k, ok := s.keys[apiKey]
+	if !ok {
+		return gateway.Key{}, gateway.ErrUnknownKey
+	}
+	return k, nil
+}
+
+// Switches is a settable gateway.Switches (trading on, executor alive by default).
+type Switches struct {
+	TradingOff  atomic.Bool
+	ExecutorOff atomic.Bool
+}
+
+// TradingEnabled implements gateway.Switches.
+func (s *Switches) TradingEnabled(context.Context) bool { return !s.TradingOff.Load() }
+
+// ExecutorAlive implements gateway.Switches.
+func (s *Switches) ExecutorAlive(context.Context) bool { return !s.ExecutorOff.Load() }
+
+// Market is an in-memory symbol, quote, tick, day-statistics and bar store.
+type Market struct {
+	mu      sync.RWMutex
+	symbols map[string]query.SymbolSpec
+	quotes  map[string]query.Quote
+	ticks   map[string][]query.Quote
+	stats   map[string]query.DayStats
+	bars    map[string][]query.Bar
+	Offset  int
+}
+
+// NewMarket returns an empty market with server zone offset 180.
+func NewMarket() *Market {
+	return &Market{symbols: map[string]query.SymbolSpec{}, quotes: map[string]query.Quote{},
+		ticks: map[string][]query.Quote{}, stats: map[string]query.DayStats{}, bars: map[string][]query.Bar{}, Offset: 180}
+}
+
+// AddSymbol adds a specification.
+func (m *Market) AddSymbol(s query.SymbolSpec) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.symbols[s.Symbol] = s
+}
+
+// SetQuote records a tick: it becomes the latest quote and is appended to the buffer.
+func (m *Market) SetQuote(q query.Quote) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.quotes[q.Symbol] = q
+	m.ticks[q.Symbol] = append(m.ticks[q.Symbol], q)
+}
+
+// SetDayStats records a symbol's day statistics.
+func (m *Market) SetDayStats(s query.DayStats) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stats[s.Symbol] = s
+}
+
+// AddBars appends 1-minute bars (kept sorted by open time).
+func (m *Market) AddBars(symbol string, bars ...query.Bar) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	all := append(m.bars[symbol], bars...)
+	slices.SortFunc(all, func(a, b query.Bar) int { return cmp.Compare(a.OpenTime, b.OpenTime) })
+	m.bars[symbol] = all
+}
+
+// Symbols implements query.SymbolReader.
+func (m *Market) Symbols(context.Context) ([]query.SymbolSpec, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]query.SymbolSpec, 0, len(m.symbols))
+	for _, s := range m.symbols {
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Symbol implements query.SymbolReader (exact, case-sensitive).
+func (m *Market) Symbol(_ context.Context, name string) (query.SymbolSpec, bool, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s, ok := m.symbols[name]
+	return s, ok, nil
+}
+
+// Quote implements query.QuoteReader.
+func (m *Market) Quote(symbol string) (query.Quote, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	q, ok := m.quotes[symbol]
+	return q, ok
+}
+
+// Quotes implements query.QuoteReader.
+func (m *Market) Quotes() []query.Quote {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]query.Quote, 0, len(m.quotes))
+	for _, q := range m.quotes {
+		out = append(out, q)
+	}
+	return out
+}
+
+// Ticks implements query.QuoteReader.
+func (m *Market) Ticks(symbol string, limit int) []query.Quote {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	t := m.ticks[symbol]
+	if len(t) > limit {
+		t = t[len(t)-limit:]
+	}
+	return slices.Clone(t)
+}
+
+// DayStats implements query.DayStatsReader.
+func (m *Market) DayStats(symbol string) (query.DayStats, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s, ok := m.stats[symbol]
+	return s, ok
+}
+
+// AllDayStats implements query.DayStatsReader.
+func (m *Market) AllDayStats() []query.DayStats {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]query.DayStats, 0, len(m.stats))
+	for _, s := range m.stats {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Bars1m implements query.BarReader.
+func (m *Market) Bars1m(_ context.Context, symbol string, from, to int64, limit int) ([]query.Bar, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []query.Bar
+	for _, b := range m.bars[symbol] {
+		if b.OpenTime >= from && b.OpenTime <= to {
+			out = append(out, b)
+			if len(out) == limit {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// TimeZoneOffsetMinutes implements query.ServerInfo.
+func (m *Market) TimeZoneOffsetMinutes() int { return m.Offset }
+
+// Accounts is an in-memory query.AccountReader holding active accounts.
+type Accounts struct {
+	mu   sync.RWMutex
+	rows map[int64]query.Account
+	fail error
+}
+
+// NewAccounts returns a reader holding accounts.
+func NewAccounts(accts ...query.Account) *Accounts {
+	a := &Accounts{rows: map[int64]query.Account{}}
+	for _, x := range accts {
+		a.Put(x)
+	}
+	return a
+}
+
+// Put adds or replaces an account.
+func (a *Accounts) Put(x query.Account) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.rows[x.Login] = x
+}
+
+// Remove deletes an account (as if archived).
+func (a *Accounts) Remove(login int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.rows, login)
+}
+
+// Fail makes every read return err (nil restores).
+func (a *Accounts) Fail(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.fail = err
+}
+
+// Account implements query.AccountReader.
+func (a *Accounts) Account(_ context.Context, login int64) (query.Account, bool, error) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.fail != nil {
+		return query.Account{}, false, a.fail
+	}
+	x, ok := a.rows[login]
+	return x, ok, nil
+}
+
+// Accounts implements query.AccountReader.
+func (a *Accounts) Accounts(_ context.Context, logins []int64) ([]query.Account, error) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.fail != nil {
+		return nil, a.fail
+	}
+	var out []query.Account
+	for _, l := range logins {
+		if x, ok := a.rows[l]; ok {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+// Clock is a settable clock; zero value reads the real time until Set is called.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.now.IsZero() {
+		return time.Now()
+	}
+	return c.now
+}
+
+// Set fixes the clock at t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+// Advance moves a fixed clock forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// ErrDown is a handy injected failure.
+var ErrDown = errors.New("gwtest: store down")
+
+// EURUSD is a 5-digit FX specification for tests.
+func EURUSD() query.SymbolSpec {
+	return query.SymbolSpec{
+		Symbol: "EURUSD", Description: "Euro vs US Dollar", Digits: 5,
+		TickSize: dec.MustParse("0.00001"), TickValue: dec.MustParse("1"), ContractSize: dec.MustParse("100000"),
+		VolumeMin: dec.MustParse("0.01"), VolumeMax: dec.MustParse("100"), VolumeStep: dec.MustParse("0.01"),
+		StopsLevel: 10, FreezeLevel: 0, TradeMode: "FULL", ExecutionMode: "MARKET",
+		FillModes: []query.FillMode{"FOK", "IOC"}, ExpirationModes: []query.ExpirationMode{"GTC", "DAY", "GTD", "GTD_DAY"},
+		OrderModes:   []query.OrderMode{"MARKET", "LIMIT", "STOP", "STOP_LIMIT", "SL", "TP", "CLOSE_BY"},
+		CurrencyBase: "EUR", CurrencyProfit: "USD", CurrencyMargin: "EUR",
+		SwapMode: "BY_POINTS", SwapLong: dec.MustParse("-7.5"), SwapShort: dec.MustParse("2.1"), Swap3Days: "WEDNESDAY",
+		Sessions: map[query.Weekday][]query.Session{
+			"MONDAY": {{Open: "00:00", Close: "24:00"}}, "TUESDAY": {{Open: "00:00", Close: "24:00"}},
+			"WEDNESDAY": {{Open: "00:00", Close: "24:00"}}, "THURSDAY": {{Open: "00:00", Close: "24:00"}},
+			"FRIDAY": {{Open: "00:00", Close: "23:55"}},
+		},
+	}
+}
+
+// XAUUSD is a 2-digit metal specification for tests.
+func XAUUSD() query.SymbolSpec {
+	s := EURUSD()
+	s.Symbol, s.Description, s.Digits = "XAUUSD", "Gold vs US Dollar", 2
+	s.TickSize, s.ContractSize = dec.MustParse("0.01"), dec.MustParse("100")
+	s.CurrencyBase, s.CurrencyMargin = "XAU", "XAU"
+	return s
+}

@@ -1,0 +1,99 @@
+package gateway
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"tradesvc/query"
+)
+
+// registerMarket registers the MARKET_DATA endpoints.
+func (s *Server) registerMarket(h readHandlers) {
+	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/ticker/price", Security: SecMarketData, Weight: weightBySymbol(1, 2)},
+		func(c *fiber.Ctx, r *Request) error {
+			sym := r.Params.Optional("symbol")
+			res, err := h.price.Handle(c.UserContext(), query.TickerPrice{Symbol: sym})
+			if err != nil {
+				return err
+			}
+			if sym != "" {
+				return c.JSON(res[0])
+			}
+			return c.JSON(res)
+		})
+	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/ticker/bookTicker", Security: SecMarketData, Weight: weightBySymbol(1, 2)},
+		func(c *fiber.Ctx, r *Request) error {
+			sym := r.Params.Optional("symbol")
+			res, err := h.book.Handle(c.UserContext(), query.BookTickerQuery{Symbol: sym})
+			if err != nil {
+				return err
+			}
+			if sym != "" {
+				return c.JSON(res[0])
+			}
+			return c.JSON(res)
+		})
+	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/ticker/24hr", Security: SecMarketData, Weight: weightBySymbol(1, 20)},
+		func(c *fiber.Ctx, r *Request) error {
+			sym := r.Params.Optional("symbol")
+			res, err := h.day.Handle(c.UserContext(), query.Ticker24hrQuery{Symbol: sym})
+			if err != nil {
+				return err
+			}
+			if sym != "" {
+				return c.JSON(res[0])
+			}
+			return c.JSON(res)
+		})
+	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/klines", Security: SecMarketData, Weight: klinesWeight},
+		func(c *fiber.Ctx, r *Request) error {
+			q, err := klinesQuery(r)
+			if err != nil {
+				return err
+			}
+			res, err := h.klines.Handle(c.UserContext(), q)
+			if err != nil {
+				return err
+			}
+			return c.JSON(res)
+		})
+	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/ticks", Security: SecMarketData, Weight: fixed(2)},
+		func(c *fiber.Ctx, r *Request) error {
+			sym, err := r.Params.Required("symbol")
+			if err != nil {
+				return err
+			}
+			limit, err := r.Params.OptionalIntRange("limit", 1, query.TicksMaxLimit)
+			if err != nil {
+				return err
+			}
+			res, err := h.ticks.Handle(c.UserContext(), query.TicksQuery{Symbol: sym, Limit: limit})
+			if err != nil {
+				return err
+			}
+			return c.JSON(res)
+		})
+}
+
+// klinesQuery reads the klines parameters: symbol and interval mandatory (-1102), times
+// integers (-1130), limit 1..1000 (-1130).
+func klinesQuery(r *Request) (query.KlinesQuery, error) {
+	p := r.Params
+	q := query.KlinesQuery{Now: r.Now.UnixMilli()}
+	var err error
+	if q.Symbol, err = p.Required("symbol"); err != nil {
+		return q, err
+	}
+	if q.Interval, err = p.Required("interval"); err != nil {
+		return q, err
+	}
+	if q.StartTime, err = p.OptionalInt64("startTime"); err != nil {
+		return q, err
+	}
+	if q.EndTime, err = p.OptionalInt64("endTime"); err != nil {
+		return q, err
+	}
+	if q.Limit, err = p.OptionalIntRange("limit", 1, query.KlinesMaxLimit); err != nil {
+		return q, err
+	}
+	return q, nil
+}

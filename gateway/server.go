@@ -1,0 +1,105 @@
+// Package gateway is the service's HTTPS front door: a Fiber app that authenticates keys and
+// signatures, applies rate limits and usage headers, parses parameters, renders the error
+// envelope, and routes REST calls to query (and, later, command) handlers.
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+
+	"tradesvc/gateway/ratelimit"
+)
+
+// Server is the REST gateway. Build it with New, register extra endpoints with Handle, then
+// call Serve once.
+type Server struct {
+	cfg      Config
+	deps     Deps
+	app      *fiber.App
+	log      *slog.Logger
+	clock    func() time.Time
+	keys     *keyCache
+	limiter  *ratelimit.Limiter
+	switches Switches
+}
+
+// New builds the gateway and registers the read endpoints.
+func New(cfg Config, deps Deps) (*Server, error) {
+	cfg = cfg.WithDefaults()
+	if err := errors.Join(cfg.Validate(), deps.Validate()); err != nil {
+		return nil, err
+	}
+	if deps.Clock == nil {
+		deps.Clock = time.Now
+	}
+	lim, err := ratelimit.New(ratelimit.Config{Defaults: cfg.Limits, BanSteps: cfg.BanSteps, ForgiveAfter: 24 * time.Hour})
+	if err != nil {
+		return nil, fmt.Errorf("gateway: rate limiter: %w", err)
+	}
+	s := &Server{
+		cfg: cfg, deps: deps, log: cfg.Logger, clock: deps.Clock, limiter: lim, switches: deps.Switches,
+		keys: &keyCache{store: deps.Keys, ttl: cfg.KeyCacheTTL, now: deps.Clock},
+	}
+	s.app = fiber.New(fiber.Config{
+		ErrorHandler:          func(c *fiber.Ctx, err error) error { return writeError(c, s.log, err) },
+		BodyLimit:             cfg.BodyLimit,
+		ReadTimeout:           cfg.ReadTimeout,
+		WriteTimeout:          cfg.WriteTimeout,
+		IdleTimeout:           cfg.IdleTimeout,
+		CaseSensitive:         true,
+		DisableStartupMessage: true,
+	})
+	s.app.Use(recover.New())
+	for _, p := range cfg.RetiredPaths {
+		s.app.All(p, func(*fiber.Ctx) error { return errRetired })
+	}
+	if err := s.registerReads(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Limits are the default per-key limits in force.
+func (s *Server) Limits() ratelimit.Limits { return s.cfg.Limits }
+
+// App exposes the Fiber app for in-process tests (app.Test); production serves with Serve.
+func (s *Server) App() *fiber.App { return s.app }
+
+// Serve serves HTTPS on ln until ctx is cancelled, then shuts down gracefully. Plain HTTP
+// on the port is answered 400 (-1020) and closed; a client that sends nothing is dropped
+// after ReadTimeout. Serve may be called once.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	tcfg := s.cfg.TLS.Clone()
+	tcfg.NextProtos = []string{"http/1.1"}
+	if tcfg.MinVersion < tls.VersionTLS12 {
+		tcfg.MinVersion = tls.VersionTLS12
+	}
+	tln := tls.NewListener(&plainHTTPRefuser{Listener: ln, timeout: s.cfg.ReadTimeout}, tcfg)
+	errc := make(chan error, 1)
+	go func() { errc <- s.app.Listener(tln) }()
+
+	sweep := time.NewTicker(10 * time.Second)
+	defer sweep.Stop()
+	for {
+		select {
+		case <-sweep.C:
+			s.keys.sweep()
+		case err := <-errc:
+			return err
+		case <-ctx.Done():
+			if err := s.app.ShutdownWithTimeout(10 * time.Second); err != nil {
+				return fmt.Errorf("gateway: shutdown: %w", err)
+			}
+			<-errc
+			return nil
+		}
+	}
+}

@@ -1,0 +1,169 @@
+package clickhouse
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// migrationFiles holds the ClickHouse migrations (deals, ticks, bars tables).
+//
+//go:embed migrations
+var migrationFiles embed.FS
+
+// Migrations returns the embedded migration files (the root holds the *.sql files).
+func Migrations() fs.FS {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err) // the directory is embedded at compile time
+	}
+	return sub
+}
+
+// Migration is one numbered SQL file split into its statements.
+type Migration struct {
+	Version    int
+	Name       string
+	Statements []string
+}
+
+// Migrate applies every embedded migration that the database has not recorded yet.
+func Migrate(ctx context.Context, conn driver.Conn) error {
+	_, err := MigrateFS(ctx, conn, Migrations())
+	return err
+}
+
+// MigrateFS applies the *.sql files at the root of fsys (NNNN_description.sql) in version
+// order and records each in schema_migrations after all its statements succeeded.
+//
+// ClickHouse has no transactions and no advisory locks, so the rules are different from
+// Postgres: every statement must be idempotent (CREATE TABLE IF NOT EXISTS, ALTER TABLE ...
+// ADD COLUMN IF NOT EXISTS), because a migration interrupted halfway, or run by two
+// instances at once, runs again. Recording a version twice is harmless (versions are read
+// with DISTINCT). It returns the versions it applied.
+func MigrateFS(ctx context.Context, conn driver.Conn, fsys fs.FS) ([]int, error) {
+	migrations, err := LoadMigrations(fsys)
+	if err != nil {
+		return nil, err
+	}
+	if err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    UInt32,
+		name       String,
+		applied_at DateTime
+	) ENGINE = MergeTree() ORDER BY version`); err != nil {
+		return nil, fmt.Errorf("clickhouse migrate: create schema_migrations: %w", err)
+	}
+	done, err := appliedVersions(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	var applied []int
+	for _, m := range migrations {
+		if done[m.Version] {
+			continue
+		}
+		for i, stmt := range m.Statements {
+			if err := conn.Exec(ctx, stmt); err != nil {
+				return applied, fmt.Errorf("clickhouse migrate: %s statement %d: %w", m.Name, i+1, err)
+			}
+		}
+		if err := conn.Exec(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, now())",
+			uint32(m.Version), m.Name); err != nil {
+			return applied, fmt.Errorf("clickhouse migrate: record %s: %w", m.Name, err)
+		}
+		applied = append(applied, m.Version)
+	}
+	return applied, nil
+}
+
+func appliedVersions(ctx context.Context, conn driver.Conn) (map[int]bool, error) {
+	rows, err := conn.Query(ctx, "SELECT DISTINCT version FROM schema_migrations")
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse migrate: read schema_migrations: %w", err)
+	}
+	defer rows.Close()
+	done := map[int]bool{}
+	for rows.Next() {
+		var v uint32
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("clickhouse migrate: read schema_migrations: %w", err)
+		}
+		done[int(v)] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("clickhouse migrate: read schema_migrations: %w", err)
+	}
+	return done, nil
+}
+
+// LoadMigrations reads, splits and orders the *.sql files at the root of fsys. Names must
+// start with a positive version number and '_'; versions must be unique.
+func LoadMigrations(fsys fs.FS) ([]Migration, error) {
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse migrate: read migrations: %w", err)
+	}
+	var out []Migration
+	seen := map[int]string{}
+	for _, e := range entries {
+		if e.IsDir() || path.Ext(e.Name()) != ".sql" {
+			continue
+		}
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("clickhouse migrate: %s: name must look like 0001_description.sql", e.Name())
+		}
+		if other, dup := seen[v]; dup {
+			return nil, fmt.Errorf("clickhouse migrate: %s and %s share version %d", other, e.Name(), v)
+		}
+		seen[v] = e.Name()
+		body, err := fs.ReadFile(fsys, e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("clickhouse migrate: read %s: %w", e.Name(), err)
+		}
+		stmts := SplitStatements(string(body))
+		if len(stmts) == 0 {
+			return nil, fmt.Errorf("clickhouse migrate: %s holds no statement", e.Name())
+		}
+		out = append(out, Migration{Version: v, Name: e.Name(), Statements: stmts})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	return out, nil
+}
+
+// SplitStatements cuts a migration file into statements, because the native protocol runs
+// one statement per query. Lines starting with "--" are comments; a statement ends with ';'
+// at the end of a line (a ';' inside a line, e.g. in a string literal, does not split).
+func SplitStatements(sql string) []string {
+	var out []string
+	var cur strings.Builder
+	flush := func() {
+		if s := strings.TrimSpace(cur.String()); s != "" {
+			out = append(out, s)
+		}
+		cur.Reset()
+	}
+	for _, line := range strings.Split(sql, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "--") {
+			continue
+		}
+		if strings.HasSuffix(trimmed, ";") {
+			cur.WriteString(strings.TrimSuffix(trimmed, ";"))
+			flush()
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteString("\n")
+	}
+	flush()
+	return out
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# `make bench`: test-profile services up, every Benchmark in the packages that have one, results printed
+# and kept in .run/test/bench.log; services stopped at the end whatever happens.
+#
+#   BENCH      -bench pattern (default .)
+#   BENCHTIME  -benchtime (default: go's 1s)
+#   KEEP_SERVICES=1 leave the test services running afterwards
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+cd "$ROOT"
+
+BENCH=${BENCH:-.}
+OUT=$ROOT/.run/test
+LOGF=$OUT/bench.log
+
+command -v go >/dev/null || die "Go toolchain not found: install Go (see go.mod for the version) and retry"
+
+mapfile -t pkgs < <(grep -rEl --include='*_test.go' --exclude-dir=.run --exclude-dir=vendor --exclude-dir=.git \
+  '^func Benchmark[A-Za-z0-9_]*\(' . | xargs -r -n1 dirname | sort -u)
+if ((${#pkgs[@]} == 0)); then
+  log "no benchmarks found"
+  exit 0
+fi
+
+mkdir -p "$OUT"
+cleanup() {
+  local rc=$?
+  if [[ ${KEEP_SERVICES:-0} == 1 ]]; then
+    log "KEEP_SERVICES=1: test services left running (stop: make services-down PROFILE=test)"
+  else
+    "$HERE/services.sh" down test || rc=1
+  fi
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+"$HERE/services.sh" up test
+
+export TRADESVC_TEST_KAFKA_BROKERS=127.0.0.1:29092
+export TRADESVC_TEST_PG_URL='postgres://tradesvc@127.0.0.1:25432/tradesvc?sslmode=disable'
+export TRADESVC_TEST_CH_ADDR=127.0.0.1:29000
+
+args=(-run '^$' -bench "$BENCH" -benchmem -count 1)
+[[ -n ${BENCHTIME:-} ]] && args+=(-benchtime "$BENCHTIME")
+log "go test ${args[*]} ${pkgs[*]}"
+set +e
+go test "${args[@]}" "${pkgs[@]}" 2>&1 | tee "$LOGF"
+rc=${PIPESTATUS[0]}
+set -e
+echo
+echo "==== benchmark results (also in .run/test/bench.log) ===="
+grep -E '^(Benchmark|ok|FAIL|pkg:)' "$LOGF" || true
+((rc == 0)) || die "benchmarks failed (exit $rc)"

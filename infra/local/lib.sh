@@ -1,0 +1,140 @@
+# shellcheck shell=bash
+# Shared helpers for the infra/local scripts. Sourced, never executed.
+# Every helper is safe to call repeatedly (the scripts are idempotent).
+
+# log prints a timestamped line on stderr so stdout stays usable for data.
+log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+
+# die prints an error and exits non-zero.
+die() { log "ERROR: $*"; exit 1; }
+
+# pid_alive PIDFILE: true when the file names a live process.
+pid_alive() {
+  local f=$1 pid
+  [[ -s $f ]] || return 1
+  pid=$(head -n1 "$f" 2>/dev/null | tr -dc '0-9')
+  [[ -n $pid ]] || return 1
+  proc_alive "$pid"
+}
+
+# proc_alive PID: true when the process exists and is not a zombie (an exited daemon may stay a
+# zombie for a while when its parent, e.g. the container's init, reaps late).
+proc_alive() {
+  ! pid_gone "$1"
+}
+
+# pid_of PIDFILE: prints the pid stored in the file.
+pid_of() { head -n1 "$1" 2>/dev/null | tr -dc '0-9'; }
+
+# port_open PORT: true when something accepts TCP connections on 127.0.0.1:PORT.
+port_open() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# wait_until TIMEOUT_SECONDS DESCRIPTION CMD...: polls CMD every 0.25 s.
+wait_until() {
+  local timeout=$1 what=$2; shift 2
+  local deadline=$((SECONDS + timeout))
+  until "$@"; do
+    if ((SECONDS >= deadline)); then
+      log "timed out after ${timeout}s waiting for $what"
+      return 1
+    fi
+    sleep 0.25
+  done
+}
+
+# stop_pidfile NAME PIDFILE [TIMEOUT]: SIGTERM, wait, then SIGKILL; removes the pid file.
+stop_pidfile() {
+  local name=$1 f=$2 timeout=${3:-30} pid
+  if ! pid_alive "$f"; then
+    rm -f "$f"
+    return 0
+  fi
+  pid=$(pid_of "$f")
+  log "stopping $name (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  if ! wait_until "$timeout" "$name to exit" pid_gone "$pid"; then
+    log "$name did not exit after ${timeout}s: SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    wait_until 10 "$name to die" pid_gone "$pid" || die "$name (pid $pid) survived SIGKILL"
+  fi
+  rm -f "$f"
+}
+
+# pid_gone PID: true when the process no longer exists (zombies count as gone).
+pid_gone() {
+  local state
+  kill -0 "$1" 2>/dev/null || return 0
+  state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null || true)
+  [[ $state == Z ]]
+}
+
+# check_port_free NAME PORT: refuse to start when a foreign process owns our port.
+check_port_free() {
+  if port_open "$2"; then
+    die "$1: port 127.0.0.1:$2 is already in use by another process ($(ss -ltnpH "sport = :$2" 2>/dev/null | head -n1))"
+  fi
+}
+
+# apt_install PKG...: installs Debian packages, refreshing the package lists only when needed,
+# waiting for a concurrent apt/dpkg run to release its lock, and never starting services.
+apt_install() {
+  export DEBIAN_FRONTEND=noninteractive
+  local apt=(apt-get -y -q -o DPkg::Lock::Timeout=600 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+  local policy=/usr/sbin/policy-rc.d made_policy=0
+  # policy-rc.d exit 101 stops invoke-rc.d from starting package services during postinst.
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy"
+    chmod 755 "$policy"
+    made_policy=1
+  fi
+  local rc=0
+  if ! apt_candidates_known "$@"; then
+    log "apt-get update (package lists lack: $*)"
+    "${apt[@]}" update >&2 || rc=$?
+  fi
+  if ((rc == 0)); then
+    log "apt-get install $*"
+    if ! "${apt[@]}" install --no-install-recommends "$@" >&2; then
+      log "install failed; refreshing package lists and retrying"
+      "${apt[@]}" update >&2 && "${apt[@]}" install --no-install-recommends "$@" >&2 || rc=$?
+    fi
+  fi
+  if ((made_policy)); then rm -f "$policy"; fi
+  ((rc == 0)) || die "apt-get install $* failed"
+}
+
+# apt_candidates_known PKG...: true when apt knows an installable version of every package.
+apt_candidates_known() {
+  local p cand
+  for p in "$@"; do
+    cand=$(apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ {print $2}')
+    [[ -n $cand && $cand != "(none)" ]] || return 1
+  done
+}
+
+# ensure_service_user NAME: creates an unprivileged system user for servers that refuse root.
+ensure_service_user() {
+  local u=$1
+  id -u "$u" >/dev/null 2>&1 && return 0
+  log "creating system user $u"
+  useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$u" 2>/dev/null ||
+    id -u "$u" >/dev/null 2>&1 || die "cannot create user $u"
+}
+
+# ensure_traversable USER DIR: makes sure USER can reach DIR. Adds only o+x (search, never read)
+# to ancestors that lack it, e.g. a checkout under /root.
+ensure_traversable() {
+  local u=$1 d=$2 q parts=()
+  runuser -u "$u" -- test -x "$d" 2>/dev/null && return 0
+  q=$d
+  while [[ $q != / ]]; do parts=("$q" "${parts[@]}"); q=$(dirname "$q"); done
+  for q in "${parts[@]}"; do
+    if ! runuser -u "$u" -- test -x "$q" 2>/dev/null; then
+      log "granting o+x on $q so $u can reach $d"
+      chmod o+x "$q"
+    fi
+  done
+  runuser -u "$u" -- test -x "$d" || die "$u cannot reach $d"
+}

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# `make run`: services up (run profile), build, migrate, (re)start `tradesvc serve` detached, create the demo
+# API key once, write .run/env, print the URLs and the key. Safe to re-run: services already running are
+# kept, the service is restarted with the freshly built binary, the demo key in .run/demo-key.json is reused.
+#
+#   DEMO_LOGINS   logins the demo key is scoped to (default 1001,1002,1003,1004,1005: the accounts of the
+#                 simulator's default seed)
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+cd "$ROOT"
+
+DEMO_LOGINS=${DEMO_LOGINS:-1001,1002,1003,1004,1005}
+RUN=$ROOT/.run
+BIN=$RUN/bin/tradesvc
+PIDF=$RUN/pids/tradesvc.pid
+LOGF=$RUN/logs/tradesvc.log
+KEYF=$RUN/demo-key.json
+
+command -v go >/dev/null || die "Go toolchain not found: install Go (see go.mod for the version) and retry"
+
+"$HERE/services.sh" up run
+
+# The service's own defaults match these; they are exported so that a stray TRADESVC_* in the caller's
+# environment cannot point `make run` at the test instances. An explicit override still wins.
+export TRADESVC_RUN_DIR=${TRADESVC_RUN_DIR:-$RUN}
+export TRADESVC_LISTEN=${TRADESVC_LISTEN:-127.0.0.1:8443}
+export TRADESVC_KAFKA_BROKERS=${TRADESVC_KAFKA_BROKERS:-127.0.0.1:19092}
+export TRADESVC_PG_URL=${TRADESVC_PG_URL:-postgres://tradesvc@127.0.0.1:15432/tradesvc?sslmode=disable}
+export TRADESVC_CH_ADDR=${TRADESVC_CH_ADDR:-127.0.0.1:19000}
+export TRADESVC_CH_DATABASE=${TRADESVC_CH_DATABASE:-tradesvc}
+
+mkdir -p "$RUN/bin" "$RUN/logs" "$RUN/pids"
+log "go build -o .run/bin/tradesvc ./cmd/tradesvc"
+go build -o "$BIN.new" ./cmd/tradesvc
+mv -f "$BIN.new" "$BIN"
+
+log "tradesvc migrate"
+"$BIN" migrate >/dev/null
+
+"$HERE/tradesvc-proc.sh" stop
+log "starting tradesvc serve (log .run/logs/tradesvc.log)"
+# setsid: detached from make and the terminal; setsid execs in place, so $! is the service's pid.
+(
+  setsid nohup "$BIN" serve >>"$LOGF" 2>&1 </dev/null &
+  echo $! >"$PIDF"
+)
+
+BASE_URL=https://$TRADESVC_LISTEN
+CA=$TRADESVC_RUN_DIR/tls/ca.pem
+ping_ok() {
+  pid_alive "$PIDF" || return 2
+  [[ -s $CA ]] && curl -sf --max-time 2 --cacert "$CA" "$BASE_URL/v1/ping" >/dev/null 2>&1
+}
+deadline=$((SECONDS + 90))
+while :; do
+  rc=0
+  ping_ok || rc=$?
+  ((rc == 0)) && break
+  if ((rc == 2)) || ((SECONDS >= deadline)); then
+    if ((rc == 2)); then
+      log "tradesvc exited during start-up"
+    else
+      log "tradesvc did not answer $BASE_URL/v1/ping within 90s"
+    fi
+    tail -n 40 "$LOGF" >&2 || true
+    exit 1
+  fi
+  sleep 0.25
+done
+log "tradesvc up (pid $(pid_of "$PIDF"))"
+
+# json_field FILE NAME: the string value of a top-level field (no jq needed).
+json_field() {
+  tr -d '\n' <"$1" | sed -n "s/.*\"$2\"[[:space:]]*:[[:space:]]*\"\([^\"]*\)\".*/\1/p"
+}
+
+if [[ -s $KEYF && -n $(json_field "$KEYF" apiKey) && -n $(json_field "$KEYF" apiSecret) ]]; then
+  log "reusing the demo key in .run/demo-key.json"
+else
+  log "creating the demo key for logins $DEMO_LOGINS"
+  "$BIN" keys create --logins "$DEMO_LOGINS" >"$KEYF.tmp"
+  mv "$KEYF.tmp" "$KEYF"
+  chmod 600 "$KEYF"
+fi
+API_KEY=$(json_field "$KEYF" apiKey)
+API_SECRET=$(json_field "$KEYF" apiSecret)
+[[ -n $API_KEY && -n $API_SECRET ]] || die "no apiKey/apiSecret in $KEYF"
+
+STREAM_URL=wss://$TRADESVC_LISTEN
+umask 077
+cat >"$RUN/env.tmp" <<EOF
+# written by make run; use with: . .run/env
+export TRADESVC_BASE_URL='$BASE_URL'
+export TRADESVC_STREAM_URL='$STREAM_URL'
+export TRADESVC_API_KEY='$API_KEY'
+export TRADESVC_API_SECRET='$API_SECRET'
+export TRADESVC_CA_CERT='$CA'
+EOF
+mv "$RUN/env.tmp" "$RUN/env"
+
+cat <<EOF
+
+tradesvc is running (pid $(pid_of "$PIDF"); log .run/logs/tradesvc.log; stop with: make stop)
+  base URL    $BASE_URL
+  stream URL  $STREAM_URL
+  API key     $API_KEY
+  API secret  $API_SECRET
+  logins      $DEMO_LOGINS
+  CA cert     $CA
+  env         . .run/env
+EOF

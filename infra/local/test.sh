@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# `make test` (and so `.ci/run`): its own Kafka/Postgres/ClickHouse (test profile: .run/test/, ports 2xxxx),
+# go vet, the whole suite with the race detector against them, a check that no test was skipped, then a
+# short run of every fuzz target. The services are stopped at the end whatever happens.
+#
+#   GO_TEST_P       packages tested in parallel (default 2: the machines have 2 cores)
+#   GO_TEST_TIMEOUT go test -timeout (default 20m)
+#   FUZZTIME        time per fuzz target (default 15s)
+#   FUZZ_BUDGET     upper bound in seconds for all fuzz targets together (default 240; per-target time
+#                   shrinks when there are many targets, never below 3s)
+#   KEEP_SERVICES=1 leave the test services running afterwards (local iteration; CI never sets it)
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+cd "$ROOT"
+
+GO_TEST_P=${GO_TEST_P:-2}
+GO_TEST_TIMEOUT=${GO_TEST_TIMEOUT:-20m}
+FUZZTIME=${FUZZTIME:-15s}
+FUZZ_BUDGET=${FUZZ_BUDGET:-240}
+OUT=$ROOT/.run/test
+LOGF=$OUT/go-test.log
+
+command -v go >/dev/null || die "Go toolchain not found: install Go (see go.mod for the version) and retry"
+log "$(go version)"
+
+mkdir -p "$OUT"
+cleanup() {
+  local rc=$?
+  if [[ ${KEEP_SERVICES:-0} == 1 ]]; then
+    log "KEEP_SERVICES=1: test services left running (stop: make services-down PROFILE=test)"
+  else
+    "$HERE/services.sh" down test || rc=1
+  fi
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+"$HERE/services.sh" up test
+
+export TRADESVC_TEST_KAFKA_BROKERS=127.0.0.1:29092
+export TRADESVC_TEST_PG_URL='postgres://tradesvc@127.0.0.1:25432/tradesvc?sslmode=disable'
+export TRADESVC_TEST_CH_ADDR=127.0.0.1:29000
+
+log "go vet ./..."
+go vet ./...
+
+# -v so that skipped tests show up (go test prints `--- SKIP` only in verbose mode).
+log "go test -race -count=1 -timeout $GO_TEST_TIMEOUT -p $GO_TEST_P ./...  (full log: .run/test/go-test.log)"
+t0=$SECONDS
+set +e
+go test -race -count=1 -v -timeout "$GO_TEST_TIMEOUT" -p "$GO_TEST_P" ./... 2>&1 | tee "$LOGF"
+rc=${PIPESTATUS[0]}
+set -e
+elapsed=$((SECONDS - t0))
+
+passed=$(grep -cE '^[[:space:]]*--- PASS' "$LOGF" || true)
+failed=$(grep -cE '^[[:space:]]*--- FAIL' "$LOGF" || true)
+skipped=$(grep -cE '^[[:space:]]*--- SKIP' "$LOGF" || true)
+echo
+echo "==== go test summary (${elapsed}s) ===="
+grep -E '^(ok|FAIL|---|panic:)|^\?|no test files' "$LOGF" | grep -vE '^[[:space:]]*--- PASS' || true
+if ((skipped > 0)); then
+  echo "skipped tests (not allowed in CI):"
+  grep -E '^[[:space:]]*--- SKIP' "$LOGF"
+fi
+echo "tests: $passed passed, $failed failed, $skipped skipped"
+((rc == 0)) || die "go test failed (exit $rc)"
+((skipped == 0)) || die "$skipped test(s) skipped: tests must not skip in CI"
+((passed > 0)) || die "go test ran no test"
+
+# Fuzz targets: every `func FuzzXxx(` in a _test.go file, run one at a time (go test -fuzz takes one
+# target per package per run).
+mapfile -t targets < <(grep -rEl --include='*_test.go' --exclude-dir=.run --exclude-dir=vendor --exclude-dir=.git \
+  '^func Fuzz[A-Za-z0-9_]+\(' . | sort | while read -r f; do
+  dir=$(dirname "$f")
+  grep -oE '^func Fuzz[A-Za-z0-9_]+\(' "$f" | sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(/\1/' |
+    while read -r name; do echo "$dir $name"; done
+done)
+if ((${#targets[@]} == 0)); then
+  log "no fuzz targets"
+  exit 0
+fi
+per=${FUZZTIME%s}
+if [[ $per =~ ^[0-9]+$ ]] && ((per * ${#targets[@]} > FUZZ_BUDGET)); then
+  per=$((FUZZ_BUDGET / ${#targets[@]}))
+  ((per >= 3)) || per=3
+  FUZZTIME=${per}s
+fi
+log "fuzzing ${#targets[@]} target(s), $FUZZTIME each"
+fuzz_failed=0
+for t in "${targets[@]}"; do
+  read -r dir name <<<"$t"
+  echo "=== fuzz $name ($dir)"
+  if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$dir" 2>&1 | tee -a "$OUT/go-fuzz.log"; then
+    echo "--- FAIL: fuzz $name ($dir)"
+    fuzz_failed=$((fuzz_failed + 1))
+  fi
+done
+echo "fuzz: $((${#targets[@]} - fuzz_failed)) passed, $fuzz_failed failed"
+((fuzz_failed == 0)) || die "$fuzz_failed fuzz target(s) failed"
+echo "tests: $passed passed, $failed failed, $skipped skipped"

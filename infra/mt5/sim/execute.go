@@ -1,0 +1,223 @@
+package sim
+
+import (
+	"github.com/cockroachdb/apd/v3"
+
+	"tradesvc/events/dec"
+	"tradesvc/infra/mt5"
+)
+
+// fillPart is one deal's worth of an execution.
+type fillPart struct{ vol, price apd.Decimal }
+
+// fillParts splits vol lots into deals against the symbol's liquidity: with no liquidity
+// limit one deal fills everything at the quote (plus the configured adverse slippage);
+// otherwise each level offers liqLots at one tick worse than the previous. FOK returns
+// nothing unless the whole volume fits; IOC returns what fits.
+func (s *Sim) fillParts(y *symbol, buy bool, vol apd.Decimal, policy mt5.FillPolicy) []fillPart {
+	base := y.bid
+	if buy {
+		base = y.ask
+	}
+	tickK := pointsPerTick(y)
+	px := func(level int) apd.Decimal {
+		n := int64(level+y.slippage) * tickK
+		if !buy {
+			n = -n
+		}
+		return addPoints(y, base, int(n))
+	}
+	if y.liqLots.IsZero() || y.liqLevels <= 0 {
+		return []fillPart{{vol, px(0)}}
+	}
+	var parts []fillPart
+	rest := vol
+	for lvl := 0; lvl < y.liqLevels && rest.Sign() > 0; lvl++ {
+		v := y.liqLots
+		if rest.Cmp(&v) < 0 {
+			v = rest
+		}
+		parts = append(parts, fillPart{v, px(lvl)})
+		rest = dec.Sub(rest, v)
+	}
+	if rest.Sign() > 0 && policy == mt5.FillFOK {
+		return nil
+	}
+	return parts
+}
+
+func sumParts(y *symbol, parts []fillPart) (vol, vwap apd.Decimal) {
+	var num apd.Decimal
+	for _, p := range parts {
+		vol = dec.Add(vol, p.vol)
+		num = dec.Add(num, dec.Mul(p.vol, p.price))
+	}
+	if len(parts) == 1 {
+		return vol, parts[0].price
+	}
+	return vol, dec.Round(dec.Quo(num, vol), int32(y.spec.Digits+2))
+}
+
+func dealAction(buy bool) mt5.DealAction {
+	if buy {
+		return mt5.DealBuy
+	}
+	return mt5.DealSell
+}
+
+func posType(buy bool) mt5.PositionType {
+	if buy {
+		return mt5.PositionBuy
+	}
+	return mt5.PositionSell
+}
+
+func orderSide(buy bool) mt5.OrderType {
+	if buy {
+		return mt5.OrderBuy
+	}
+	return mt5.OrderSell
+}
+
+// execOpen executes order o (already ticketed) as a new position of the order's ticket and
+// emits the order, its deals, the position and the account. o.VolumeInitial is the volume asked.
+func (s *Sim) execOpen(a *account, y *symbol, o *mt5.Order, buy bool, parts []fillPart, reason mt5.DealReason) (*position, []*mt5.Deal) {
+	now := s.tradeTime()
+	total, vwap := sumParts(y, parts)
+	p := &position{Position: mt5.Position{Ticket: o.Ticket, Login: a.Login, Symbol: y.spec.Name, Type: posType(buy),
+		Volume: total, PriceOpen: vwap, SL: o.SL, TP: o.TP, Reason: reason, Comment: o.Comment,
+		TimeCreate: now, TimeUpdate: now}}
+	balBefore := a.Balance
+	deals := make([]*mt5.Deal, 0, len(parts))
+	for _, part := range parts {
+		d := &mt5.Deal{Ticket: s.nextDeal, Login: a.Login, Order: o.Ticket, Position: p.Ticket, Symbol: y.spec.Name,
+			Action: dealAction(buy), Entry: mt5.EntryIn, Reason: reason, Volume: part.vol, Price: part.price,
+			Commission: s.commissionOf(a, y, part.vol), Comment: o.Comment, Time: now}
+		if reason == mt5.ReasonRollover {
+			d.Commission = apd.Decimal{}
+		}
+		s.nextDeal++
+		a.Balance = dec.Add(a.Balance, d.Commission)
+		a.addDeal(d)
+		deals = append(deals, d)
+	}
+	o.State = mt5.StateFilled
+	o.VolumeCurrent = dec.Sub(o.VolumeInitial, total)
+	if o.VolumeCurrent.Sign() > 0 {
+		o.State = mt5.StatePartial
+	}
+	if o.Price.IsZero() {
+		o.Price = vwap
+	}
+	o.PositionID, o.TimeDone, o.TimeUpdate = p.Ticket, now, now
+	a.addHist(o)
+	a.positions[p.Ticket] = p
+	s.aggAdd(a, p, 1)
+	s.posOwner[p.Ticket] = a
+	y.holders[a.Login]++
+	s.indexPosition(y, p)
+	y.day.deals += int64(len(parts))
+	y.day.volume = dec.Add(y.day.volume, total)
+
+	s.emitOrder(*o, mt5.ChangeDelete)
+	for _, d := range deals {
+		s.emitDeal(d)
+	}
+	s.emitPosition(p, mt5.ChangeNew)
+	if a.Balance.Cmp(&balBefore) != 0 {
+		s.emitAccount(a, mt5.ChangeUpdate)
+	}
+	return p, deals
+}
+
+// execClose closes the parts' total volume of p with closing order o and emits the order,
+// its deals, the position change and the account.
+func (s *Sim) execClose(a *account, y *symbol, p *position, o *mt5.Order, parts []fillPart, reason mt5.DealReason) []*mt5.Deal {
+	now := s.tradeTime()
+	total, vwap := sumParts(y, parts)
+	buyPos := p.Type == mt5.PositionBuy
+	swapPart := p.Swap
+	if total.Cmp(&p.Volume) < 0 {
+		swapPart = round2(dec.Quo(dec.Mul(p.Swap, total), p.Volume))
+	}
+	deals := make([]*mt5.Deal, 0, len(parts))
+	for i, part := range parts {
+		d := &mt5.Deal{Ticket: s.nextDeal, Login: a.Login, Order: o.Ticket, Position: p.Ticket, Symbol: y.spec.Name,
+			Action: dealAction(!buyPos), Entry: mt5.EntryOut, Reason: reason, Volume: part.vol, Price: part.price,
+			Profit:     s.profitIn(a, y, rawProfit(y, p.Type, part.vol, p.PriceOpen, part.price)),
+			Commission: s.commissionOf(a, y, part.vol), Comment: o.Comment, Time: now}
+		if reason == mt5.ReasonRollover {
+			d.Commission = apd.Decimal{}
+		}
+		if i == 0 {
+			d.Swap = swapPart
+		}
+		s.nextDeal++
+		a.Balance = dec.Add(a.Balance, dec.Add(d.Profit, dec.Add(d.Commission, d.Swap)))
+		a.addDeal(d)
+		deals = append(deals, d)
+	}
+	o.State = mt5.StateFilled
+	o.VolumeCurrent = dec.Sub(o.VolumeInitial, total)
+	if o.VolumeCurrent.Sign() > 0 {
+		o.State = mt5.StatePartial
+	}
+	if o.Price.IsZero() {
+		o.Price = vwap
+	}
+	o.PositionID, o.TimeDone, o.TimeUpdate = p.Ticket, now, now
+	a.addHist(o)
+	s.aggAdd(a, p, -1)
+	p.Volume = dec.Sub(p.Volume, total)
+	p.Swap = dec.Sub(p.Swap, swapPart)
+	p.TimeUpdate = now
+	y.day.deals += int64(len(parts))
+	y.day.volume = dec.Add(y.day.volume, total)
+
+	s.emitOrder(*o, mt5.ChangeDelete)
+	for _, d := range deals {
+		s.emitDeal(d)
+	}
+	if p.Volume.Sign() == 0 {
+		s.removePosition(a, y, p)
+		s.emitPosition(p, mt5.ChangeClose)
+	} else {
+		s.aggAdd(a, p, 1)
+		s.emitPosition(p, mt5.ChangeUpdate)
+	}
+	s.emitAccount(a, mt5.ChangeUpdate)
+	return deals
+}
+
+func (s *Sim) removePosition(a *account, y *symbol, p *position) {
+	delete(a.positions, p.Ticket)
+	delete(s.posOwner, p.Ticket)
+	a.closedPos[p.Ticket] = true
+	p.ver++
+	if y.holders[a.Login]--; y.holders[a.Login] <= 0 {
+		delete(y.holders, a.Login)
+	}
+}
+
+// newOrder tickets a new order of a.
+func (s *Sim) newOrder(a *account, y *symbol, t mt5.OrderType, vol apd.Decimal, comment string, reason mt5.DealReason) *mt5.Order {
+	now := s.tradeTime()
+	o := &mt5.Order{Ticket: s.nextOrder, Login: a.Login, Symbol: y.spec.Name, Type: t, State: mt5.StateStarted,
+		VolumeInitial: vol, VolumeCurrent: vol, Reason: reason, Comment: truncComment(comment), TimeSetup: now, TimeUpdate: now}
+	s.nextOrder++
+	a.addOrderTag(o)
+	if t.IsBuy() {
+		y.day.buyOrders++
+	} else {
+		y.day.sellOrders++
+	}
+	return o
+}
+
+// closeAtMarket closes all of p at the current closing price (SL, TP, stop-out).
+func (s *Sim) closeAtMarket(a *account, y *symbol, p *position, reason mt5.DealReason, comment string) {
+	buyPos := p.Type == mt5.PositionBuy
+	o := s.newOrder(a, y, orderSide(!buyPos), p.Volume, comment, reason)
+	o.Filling = mt5.FillFOK
+	s.execClose(a, y, p, o, []fillPart{{p.Volume, closePrice(y, p.Type)}}, reason)
+}

@@ -1,0 +1,273 @@
+package sim
+
+import (
+	"context"
+	"sort"
+
+	"github.com/cockroachdb/apd/v3"
+
+	"tradesvc/events/dec"
+	"tradesvc/infra/mt5"
+)
+
+var _ mt5.TradeServer = (*Sim)(nil)
+
+// lockRead takes the engine lock for a read, refusing while disconnected or closed.
+func (s *Sim) lockRead() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return mt5.ErrClosed
+	}
+	if s.fault.Mode == FaultDisconnect {
+		s.mu.Unlock()
+		return mt5.ErrDisconnected
+	}
+	return nil
+}
+
+func (s *Sim) account(login int64) (*account, error) {
+	a := s.accounts[login]
+	if a == nil {
+		return nil, mt5.ErrUnknownLogin
+	}
+	return a, nil
+}
+
+// Facts implements mt5.TradeServer.
+func (s *Sim) Facts(ctx context.Context, after uint64, max int) ([]mt5.Fact, error) {
+	if err := s.lockRead(); err != nil {
+		return nil, err
+	}
+	s.mu.Unlock()
+	return s.jr.read(ctx, after, max)
+}
+
+// Ticks implements mt5.TradeServer.
+func (s *Sim) Ticks(ctx context.Context, after uint64, max int) ([]mt5.Tick, error) {
+	if err := s.lockRead(); err != nil {
+		return nil, err
+	}
+	s.mu.Unlock()
+	return s.ticks.read(ctx, after, max)
+}
+
+// ServerInfo implements mt5.TradeServer.
+func (s *Sim) ServerInfo(ctx context.Context) (mt5.ServerInfo, error) {
+	if err := s.lockRead(); err != nil {
+		return mt5.ServerInfo{}, err
+	}
+	defer s.mu.Unlock()
+	out := s.server
+	out.Time = s.nowMs()
+	return out, nil
+}
+
+// Symbols implements mt5.TradeServer.
+func (s *Sim) Symbols(ctx context.Context) ([]mt5.Symbol, error) {
+	if err := s.lockRead(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := make([]mt5.Symbol, 0, len(s.symbolList))
+	for _, y := range s.symbolList {
+		out = append(out, y.spec)
+	}
+	return out, nil
+}
+
+// Groups implements mt5.TradeServer.
+func (s *Sim) Groups(ctx context.Context) ([]mt5.Group, error) {
+	if err := s.lockRead(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	return append([]mt5.Group(nil), s.groupList...), nil
+}
+
+// Accounts implements mt5.TradeServer.
+func (s *Sim) Accounts(ctx context.Context) ([]mt5.Account, error) {
+	if err := s.lockRead(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := make([]mt5.Account, 0, len(s.loginList))
+	for _, l := range s.loginList {
+		out = append(out, s.accountSnapshot(s.accounts[l]))
+	}
+	return out, nil
+}
+
+// Account implements mt5.TradeServer.
+func (s *Sim) Account(ctx context.Context, login int64) (mt5.Account, error) {
+	if err := s.lockRead(); err != nil {
+		return mt5.Account{}, err
+	}
+	defer s.mu.Unlock()
+	a, err := s.account(login)
+	if err != nil {
+		return mt5.Account{}, err
+	}
+	return s.accountSnapshot(a), nil
+}
+
+// OpenOrders implements mt5.TradeServer.
+func (s *Sim) OpenOrders(ctx context.Context, login int64) ([]mt5.Order, error) {
+	if err := s.lockRead(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	a, err := s.account(login)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mt5.Order, 0, len(a.orders))
+	for _, o := range a.orders {
+		out = append(out, o.Order)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Ticket < out[j].Ticket })
+	return out, nil
+}
+
+// Positions implements mt5.TradeServer.
+func (s *Sim) Positions(ctx context.Context, login int64) ([]mt5.Position, error) {
+	if err := s.lockRead(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	a, err := s.account(login)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mt5.Position, 0, len(a.positions))
+	for _, p := range a.positions {
+		out = append(out, s.positionSnapshot(p))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Ticket < out[j].Ticket })
+	return out, nil
+}
+
+// OrderHistory implements mt5.TradeServer.
+func (s *Sim) OrderHistory(ctx context.Context, login int64, from, to int64) ([]mt5.Order, error) {
+	if err := s.lockRead(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	a, err := s.account(login)
+	if err != nil {
+		return nil, err
+	}
+	var out []mt5.Order
+	for _, o := range a.hist {
+		if o.TimeSetup >= from && o.TimeSetup <= to {
+			out = append(out, *o)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].TimeSetup < out[j].TimeSetup })
+	return out, nil
+}
+
+// DealHistory implements mt5.TradeServer. Under the shortfalls fault it is empty, as the
+// staging server's deal history is.
+func (s *Sim) DealHistory(ctx context.Context, login int64, from, to int64) ([]mt5.Deal, error) {
+	if err := s.lockRead(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	a, err := s.account(login)
+	if err != nil {
+		return nil, err
+	}
+	out := []mt5.Deal{}
+	if s.fault.Mode == FaultShortfalls {
+		return out, nil
+	}
+	for _, d := range a.deals {
+		if d.Time >= from && d.Time <= to {
+			out = append(out, *d)
+		}
+	}
+	return out, nil
+}
+
+// OrdersByTag implements mt5.TradeServer: the tag is the last seven characters of the comment.
+func (s *Sim) OrdersByTag(ctx context.Context, login int64, tag string) ([]mt5.Order, error) {
+	if err := s.lockRead(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	a, err := s.account(login)
+	if err != nil {
+		return nil, err
+	}
+	var out []mt5.Order
+	for _, t := range a.orderTags[tag] {
+		if o := a.orders[t]; o != nil {
+			out = append(out, o.Order)
+		} else if h := a.histByTkt[t]; h != nil {
+			out = append(out, *h)
+		}
+	}
+	return out, nil
+}
+
+// DealsByTag implements mt5.TradeServer.
+func (s *Sim) DealsByTag(ctx context.Context, login int64, tag string) ([]mt5.Deal, error) {
+	if err := s.lockRead(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	a, err := s.account(login)
+	if err != nil {
+		return nil, err
+	}
+	var out []mt5.Deal
+	for _, d := range a.dealTags[tag] {
+		out = append(out, *d)
+	}
+	return out, nil
+}
+
+// Quote implements mt5.TradeServer.
+func (s *Sim) Quote(ctx context.Context, symbol string) (mt5.Tick, error) {
+	if err := s.lockRead(); err != nil {
+		return mt5.Tick{}, err
+	}
+	defer s.mu.Unlock()
+	y := s.symbols[symbol]
+	if y == nil {
+		return mt5.Tick{}, mt5.ErrUnknownSymbol
+	}
+	if !y.hasQuote {
+		return mt5.Tick{}, mt5.ErrNoQuote
+	}
+	return mt5.Tick{Seq: y.lastSeq, Symbol: symbol, Bid: y.bid, Ask: y.ask, Last: y.bid, Volume: 0,
+		BidDirection: y.bidDir, AskDirection: y.askDir, Time: y.tickTime}, nil
+}
+
+// DayStats implements mt5.TradeServer.
+func (s *Sim) DayStats(ctx context.Context, symbol string) (mt5.DayStats, error) {
+	if err := s.lockRead(); err != nil {
+		return mt5.DayStats{}, err
+	}
+	defer s.mu.Unlock()
+	y := s.symbols[symbol]
+	if y == nil {
+		return mt5.DayStats{}, mt5.ErrUnknownSymbol
+	}
+	d := y.day
+	out := mt5.DayStats{Symbol: symbol, Open: d.open, High: d.high, Low: d.low, Last: y.bid, Bid: y.bid, Ask: y.ask,
+		BidHigh: d.bidHigh, BidLow: d.bidLow, AskHigh: d.askHigh, AskLow: d.askLow, Deals: d.deals,
+		Volume: d.volume, BuyOrders: d.buyOrders, SellOrders: d.sellOrders, Time: y.tickTime}
+	out.PriceChange = dec.Sub(out.Last, d.open)
+	if !d.open.IsZero() {
+		out.PriceChangePercent = dec.Round(dec.Quo(dec.Mul(out.PriceChange, hundred), d.open), 2)
+	}
+	if !d.low.IsZero() {
+		out.Volatility = dec.Round(dec.Quo(dec.Mul(dec.Sub(d.high, d.low), hundred), d.low), 2)
+	}
+	if out.Volume.IsZero() {
+		out.Volume = apd.Decimal{}
+	}
+	return out, nil
+}

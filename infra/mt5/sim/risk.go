@@ -1,0 +1,138 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/cockroachdb/apd/v3"
+
+	"tradesvc/events/dec"
+	"tradesvc/infra/mt5"
+)
+
+// checkStopOuts checks every account holding a position on y (after y's quote moved).
+func (s *Sim) checkStopOuts(y *symbol) {
+	logins := make([]int64, 0, len(y.holders))
+	for l := range y.holders {
+		logins = append(logins, l)
+	}
+	sort.Slice(logins, func(i, j int) bool { return logins[i] < logins[j] })
+	for _, l := range logins {
+		s.checkStopOut(s.accounts[l])
+	}
+}
+
+// checkStopOut closes the most losing position, one at a time, while the margin level is
+// at or below the group's stop-out level. (Margin call is only a level; it closes nothing.)
+func (s *Sim) checkStopOut(a *account) {
+	for len(a.positions) > 0 {
+		f := s.figuresOf(a)
+		// compare unrounded: equity*100 <= stopOut*margin
+		lhs, rhs := dec.Mul(f.equity, hundred), dec.Mul(a.group.StopOut, f.margin)
+		if f.margin.IsZero() || lhs.Cmp(&rhs) > 0 {
+			return
+		}
+		var worst *position
+		var worstP apd.Decimal
+		for _, p := range a.positions {
+			y := s.symbols[p.Symbol]
+			pr := s.profitIn(a, y, rawProfit(y, p.Type, p.Volume, p.PriceOpen, closePrice(y, p.Type)))
+			if worst == nil || pr.Cmp(&worstP) < 0 || pr.Cmp(&worstP) == 0 && p.Ticket < worst.Ticket {
+				worst, worstP = p, pr
+			}
+		}
+		s.closeAtMarket(a, s.symbols[worst.Symbol], worst, mt5.ReasonSO, fmt.Sprintf("[so %s%%]", dec.Fixed(f.level, 2)))
+	}
+}
+
+// rollover charges the swaps of server day d (which has just ended) on every open position
+// of a symbol that traded that day; the triple-swap weekday charges three days. Under the
+// reopen modes the position is closed at the close price (7) or the bid (8) and reopened
+// under a new ticket at that price moved by the swap points.
+func (s *Sim) rollover(d int64) {
+	wd := weekdayOfDay(d)
+	for _, login := range s.loginList {
+		a := s.accounts[login]
+		if len(a.positions) == 0 {
+			continue
+		}
+		tickets := make([]int64, 0, len(a.positions))
+		for t := range a.positions {
+			tickets = append(tickets, t)
+		}
+		sort.Slice(tickets, func(i, j int) bool { return tickets[i] < tickets[j] })
+		for _, t := range tickets {
+			p := a.positions[t]
+			y := s.symbols[p.Symbol]
+			if len(y.spec.Sessions[wd]) == 0 || y.spec.SwapMode == mt5.SwapDisabled {
+				continue
+			}
+			mult := int64(1)
+			if y.spec.Swap3Days == mt5.Weekday(wd) {
+				mult = 3
+			}
+			s.swapPosition(a, y, p, mult)
+		}
+	}
+}
+
+func (s *Sim) swapPosition(a *account, y *symbol, p *position, mult int64) {
+	sp := &y.spec
+	buy := p.Type == mt5.PositionBuy
+	rate := sp.SwapShort
+	if buy {
+		rate = sp.SwapLong
+	}
+	rate = dec.Mul(rate, dec.New(mult, 0))
+	var amt apd.Decimal
+	cur := sp.CurrencyProfit
+	switch sp.SwapMode {
+	case mt5.SwapByPoints:
+		amt = dec.Mul(dec.Mul(dec.Mul(rate, sp.Point), sp.ContractSize), p.Volume)
+	case mt5.SwapBySymbolCurrency:
+		amt, cur = dec.Mul(rate, p.Volume), sp.CurrencyBase
+	case mt5.SwapByMarginCurrency:
+		amt, cur = dec.Mul(rate, p.Volume), sp.CurrencyMargin
+	case mt5.SwapByGroupCurrency:
+		amt, cur = dec.Mul(rate, p.Volume), a.Currency
+	case mt5.SwapByProfitCurrency:
+		amt = dec.Mul(rate, p.Volume)
+	case mt5.SwapByInterestCurrent, mt5.SwapByInterestOpen:
+		price := closePrice(y, p.Type)
+		if sp.SwapMode == mt5.SwapByInterestOpen {
+			price = p.PriceOpen
+		}
+		amt = dec.Quo(dec.Mul(dec.Mul(dec.Mul(price, sp.ContractSize), p.Volume), rate), dec.New(36000, 0))
+	case mt5.SwapReopenByClose, mt5.SwapReopenByBid:
+		s.reopen(a, y, p, rate)
+		return
+	default:
+		return
+	}
+	v, _ := s.convert(amt, cur, a.Currency)
+	s.aggAdd(a, p, -1)
+	p.Swap = dec.Add(p.Swap, round2(v))
+	s.aggAdd(a, p, 1)
+	p.TimeUpdate = s.tradeTime()
+	s.emitPosition(p, mt5.ChangeUpdate)
+}
+
+func (s *Sim) reopen(a *account, y *symbol, p *position, points apd.Decimal) {
+	buy := p.Type == mt5.PositionBuy
+	cls := closePrice(y, p.Type)
+	if y.spec.SwapMode == mt5.SwapReopenByBid {
+		cls = y.bid
+	}
+	shift := dec.Mul(points, y.spec.Point)
+	reopenAt := dec.Add(cls, shift)
+	if buy {
+		reopenAt = dec.Sub(cls, shift)
+	}
+	reopenAt = dec.Round(reopenAt, int32(y.spec.Digits))
+	vol, sl, tp := p.Volume, p.SL, p.TP
+	co := s.newOrder(a, y, orderSide(!buy), vol, "[rollover]", mt5.ReasonRollover)
+	s.execClose(a, y, p, co, []fillPart{{vol, cls}}, mt5.ReasonRollover)
+	oo := s.newOrder(a, y, orderSide(buy), vol, "[rollover]", mt5.ReasonRollover)
+	oo.SL, oo.TP = sl, tp
+	s.execOpen(a, y, oo, buy, []fillPart{{vol, reopenAt}}, mt5.ReasonRollover)
+}

@@ -1,0 +1,88 @@
+package sim
+
+import (
+	"testing"
+
+	"tradesvc/infra/mt5"
+)
+
+func TestSwapByPointsChargesNightlyAndTripleOnWednesday(t *testing.T) {
+	h := newHarness(t) // Tuesday
+	h.quote("EURUSD", "1.08500", "1.08510")
+	r := h.mustCode(mt5.RetDone, market(1001, "EURUSD", mt5.OrderBuy, "1"))
+	h.clock.Set(serverTime(2026, 11, 17, 23, 59))
+	h.s.Housekeep()
+	eqDec(t, "no swap before rollover", h.positions(1001)[0].Swap, "0")
+	seq := h.lastSeq()
+	h.clock.Set(serverTime(2026, 11, 18, 0, 0)) // Tuesday's rollover: -6.5 points * 0.00001 * 100000
+	h.s.Housekeep()
+	eqStrings(t, "facts", kinds(h.factsAfter(seq)), "position:UPDATE")
+	eqDec(t, "swap after Tuesday", h.positions(1001)[0].Swap, "-6.50")
+	h.clock.Set(serverTime(2026, 11, 19, 0, 0)) // Wednesday: triple
+	h.s.Housekeep()
+	eqDec(t, "swap after Wednesday", h.positions(1001)[0].Swap, "-26.00")
+	a := h.account(1001)
+	eqDec(t, "profit includes swap", a.Profit, "-36.00") // -10.00 spread + -26.00 swap
+	// Saturday and Sunday have no EURUSD session: no charge for them
+	h.clock.Set(serverTime(2026, 11, 23, 12, 0))
+	h.s.Housekeep()
+	eqDec(t, "swap on Monday", h.positions(1001)[0].Swap, "-39.00") // + Thursday + Friday
+	h.mustCode(mt5.RetDone, closeReq(1001, r.Position, ""))
+	ds := h.deals(1001)
+	eqDec(t, "swap booked on the out deal", ds[len(ds)-1].Swap, "-39.00")
+	// 10000 - 7 (open) - 7 (close) - 10 (spread) - 39 (swap)
+	eqDec(t, "balance", h.account(1001).Balance, "9937.00")
+}
+
+func TestSwapByInterestOnBTCUSD(t *testing.T) {
+	h := newHarness(t)
+	h.quote("BTCUSD", "60000.00", "60010.00")
+	h.mustCode(mt5.RetDone, market(1001, "BTCUSD", mt5.OrderBuy, "1"))
+	h.clock.Set(serverTime(2026, 11, 18, 0, 0))
+	h.s.Housekeep()
+	// 60000 * 1 * 1 * -18% / 360
+	eqDec(t, "swap", h.positions(1001)[0].Swap, "-30.00")
+}
+
+func TestSwapReopenByClosePriceClosesAndReopensUnderANewTicket(t *testing.T) {
+	h := newHarness(t) // LTCUSD: mode 7, long -50 points, triple Wednesday
+	h.quote("LTCUSD", "80.00", "80.10")
+	r := h.mustCode(mt5.RetDone, market(1001, "LTCUSD", mt5.OrderBuy, "1"))
+	seq := h.lastSeq()
+	h.clock.Set(serverTime(2026, 11, 18, 0, 0))
+	h.s.Housekeep()
+	fs := h.factsAfter(seq)
+	eqStrings(t, "facts", kinds(fs), "order:DELETE:FILLED", "deal:OUT", "position:CLOSE", "account",
+		"order:DELETE:FILLED", "deal:IN", "position:NEW")
+	if fs[2].Position.Ticket != r.Position || fs[6].Position.Ticket == r.Position {
+		t.Fatal("the reopened position must have a new ticket")
+	}
+	eqDec(t, "closed at the bid", fs[1].Deal.Price, "80.00")
+	eqDec(t, "realised", fs[1].Deal.Profit, "-0.10")
+	eqDec(t, "reopened 50 points worse", fs[5].Deal.Price, "80.50")
+	if fs[1].Deal.Reason != mt5.ReasonRollover || fs[5].Deal.Reason != mt5.ReasonRollover {
+		t.Fatal("rollover deals must carry the rollover reason")
+	}
+	ps := h.positions(1001)
+	if len(ps) != 1 || ps[0].Ticket == r.Position {
+		t.Fatalf("positions %+v", ps)
+	}
+	// Wednesday: triple, 150 points
+	h.clock.Set(serverTime(2026, 11, 19, 0, 0))
+	h.s.Housekeep()
+	eqDec(t, "reopen on the triple day", h.positions(1001)[0].PriceOpen, "81.50")
+}
+
+func TestSwapReopenByBidForASell(t *testing.T) {
+	h := newHarness(t) // XRPUSD: mode 8, short -10 points
+	h.quote("XRPUSD", "0.5000", "0.5020")
+	h.mustCode(mt5.RetDone, market(1001, "XRPUSD", mt5.OrderSell, "1"))
+	h.quote("XRPUSD", "0.5100", "0.5120")
+	h.clock.Set(serverTime(2026, 11, 18, 0, 0))
+	h.s.Housekeep()
+	ds := h.deals(1001)
+	out, in := ds[len(ds)-2], ds[len(ds)-1]
+	eqDec(t, "closed at the bid", out.Price, "0.5100")
+	eqDec(t, "realised (0.5000-0.5100)*1*1000", out.Profit, "-10.00")
+	eqDec(t, "reopened 10 points lower", in.Price, "0.5090")
+}

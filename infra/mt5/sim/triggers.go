@@ -1,0 +1,196 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cockroachdb/apd/v3"
+
+	"tradesvc/events/dec"
+	"tradesvc/infra/mt5"
+)
+
+// indexOrder (re)inserts a pending order's trigger and expiry entries at its current version.
+func (s *Sim) indexOrder(o *order) {
+	y := s.symbols[o.Symbol]
+	k, _ := toPoints(y, o.Price)
+	e := trigEntry{key: k, tkt: o.Ticket, ver: o.ver}
+	switch o.Type {
+	case mt5.OrderBuyLimit:
+		y.buyLimit.push(e)
+	case mt5.OrderSellLimit:
+		y.sellLimit.push(e)
+	case mt5.OrderBuyStop, mt5.OrderBuyStopLimit:
+		y.buyStop.push(e)
+	case mt5.OrderSellStop, mt5.OrderSellStopLimit:
+		y.sellStop.push(e)
+	}
+	if o.deadline > 0 {
+		s.expiries.push(trigEntry{key: o.deadline, tkt: o.Ticket, ver: o.ver})
+	}
+}
+
+// indexPosition (re)inserts a position's SL and TP entries at its current version.
+func (s *Sim) indexPosition(y *symbol, p *position) {
+	buy := p.Type == mt5.PositionBuy
+	if !p.SL.IsZero() {
+		k, _ := toPoints(y, p.SL)
+		e := trigEntry{key: k, tkt: p.Ticket, ver: p.ver}
+		if buy {
+			y.buySL.push(e)
+		} else {
+			y.sellSL.push(e)
+		}
+	}
+	if !p.TP.IsZero() {
+		k, _ := toPoints(y, p.TP)
+		e := trigEntry{key: k, tkt: p.Ticket, ver: p.ver}
+		if buy {
+			y.buyTP.push(e)
+		} else {
+			y.sellTP.push(e)
+		}
+	}
+}
+
+func (s *Sim) validOrder(e trigEntry) bool {
+	a := s.orderOwner[e.tkt]
+	if a == nil {
+		return false
+	}
+	o := a.orders[e.tkt]
+	return o != nil && o.ver == e.ver
+}
+
+func (s *Sim) validPosition(e trigEntry) bool {
+	a := s.posOwner[e.tkt]
+	if a == nil {
+		return false
+	}
+	p := a.positions[e.tkt]
+	return p != nil && p.ver == e.ver
+}
+
+// checkTriggers fires what the symbol's current quote reaches: stops first (so a stop-limit
+// that becomes a limit can fill on the same tick), then limits, then position SL/TP.
+func (s *Sim) checkTriggers(y *symbol) {
+	for _, hm := range []struct {
+		h *trigHeap
+		m int64
+	}{{&y.buyStop, y.askK}, {&y.sellStop, y.bidK}, {&y.buyLimit, y.askK}, {&y.sellLimit, y.bidK}} {
+		for {
+			e, ok := hm.h.top(s.validOrder)
+			if !ok || !hm.h.fires(hm.m, e.key) {
+				break
+			}
+			hm.h.pop()
+			s.triggerOrder(y, e.tkt)
+		}
+	}
+	for _, hm := range []struct {
+		h  *trigHeap
+		m  int64
+		sl bool
+	}{{&y.buySL, y.bidK, true}, {&y.buyTP, y.bidK, false}, {&y.sellSL, y.askK, true}, {&y.sellTP, y.askK, false}} {
+		for {
+			e, ok := hm.h.top(s.validPosition)
+			if !ok || !hm.h.fires(hm.m, e.key) {
+				break
+			}
+			hm.h.pop()
+			s.triggerStop(y, e.tkt, hm.sl)
+		}
+	}
+}
+
+func (s *Sim) triggerOrder(y *symbol, tkt int64) {
+	a := s.orderOwner[tkt]
+	o := a.orders[tkt]
+	switch o.Type {
+	case mt5.OrderBuyStopLimit, mt5.OrderSellStopLimit:
+		// the stop is touched: the order becomes a limit order at its stop-limit price
+		if o.Type == mt5.OrderBuyStopLimit {
+			o.Type = mt5.OrderBuyLimit
+		} else {
+			o.Type = mt5.OrderSellLimit
+		}
+		o.Price, o.StopLimit = o.StopLimit, apd.Decimal{}
+		o.TimeUpdate = s.tradeTime()
+		o.ver++
+		s.indexOrder(o)
+		s.emitOrder(o.Order, mt5.ChangeUpdate)
+		return
+	}
+	s.fillPending(a, y, o)
+}
+
+// fillPending executes a triggered limit or stop order at the current market.
+func (s *Sim) fillPending(a *account, y *symbol, o *order) {
+	buy := o.Type.IsBuy()
+	price := y.bid
+	if buy {
+		price = y.ask
+	}
+	c := s.groupOpenCheck(a, y, buy)
+	if c == 0 {
+		c = s.marginCheck(a, y, o.VolumeCurrent, price)
+	}
+	if c != 0 {
+		// MT5 rejects a triggered order the account cannot carry
+		s.finishOrder(a, o, mt5.StateRejected)
+		return
+	}
+	delete(a.orders, o.Ticket)
+	delete(s.orderOwner, o.Ticket)
+	o.ver++
+	h := o.Order
+	s.execOpen(a, y, &h, buy, []fillPart{{o.VolumeCurrent, price}}, o.Reason)
+}
+
+func (s *Sim) triggerStop(y *symbol, tkt int64, sl bool) {
+	a := s.posOwner[tkt]
+	p := a.positions[tkt]
+	reason, what, lvl := mt5.ReasonTP, "tp", p.TP
+	if sl {
+		reason, what, lvl = mt5.ReasonSL, "sl", p.SL
+	}
+	s.closeAtMarket(a, y, p, reason, fmt.Sprintf("[%s %s]", what, dec.Fixed(lvl, int32(y.spec.Digits))))
+}
+
+// Housekeep runs the time-driven work at the clock's current time: expirations, rollover
+// (swaps) and stop-out checks. The background loop calls it; tests call it after moving
+// their clock. It returns once the resulting facts are durable.
+func (s *Sim) Housekeep() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	now := s.nowMs()
+	for len(s.expiries.e) > 0 && s.expiries.e[0].key <= now {
+		e := s.expiries.e[0]
+		s.expiries.pop()
+		if !s.validOrder(e) {
+			continue
+		}
+		a := s.orderOwner[e.tkt]
+		o := a.orders[e.tkt]
+		if o.deadline != e.key {
+			continue
+		}
+		s.finishOrder(a, o, mt5.StateExpired)
+	}
+	if day := s.serverDay(now); s.rolloverDay < day {
+		for s.rolloverDay < day {
+			s.rollover(s.rolloverDay)
+			s.rolloverDay++
+		}
+		s.emitMeta(meta{RolloverDay: s.rolloverDay})
+	}
+	for _, login := range s.loginList {
+		if a := s.accounts[login]; len(a.positions) > 0 {
+			s.checkStopOut(a)
+		}
+	}
+	_ = s.commitAndWait(context.Background())
+}

@@ -1,0 +1,65 @@
+// Package postgres opens the service's Postgres pool (pgx) and applies the embedded,
+// numbered SQL migrations of both sides: schema `cmd` (command side: API keys, idempotency
+// records, switches; always synchronous commit) and schema `rm` (read models, rebuildable
+// from Kafka).
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Config describes one connection pool.
+type Config struct {
+	// URL is a libpq-style URL, e.g. postgres://tradesvc@127.0.0.1:15432/tradesvc?sslmode=disable.
+	URL string
+	// MaxConns caps the pool; 0 keeps pgx's default (max(4, number of CPUs)).
+	MaxConns int32
+	// AsyncCommit sets synchronous_commit=off on every connection of the pool. Only for pools
+	// that write read models (rebuildable from the log); never for the command side, whose
+	// idempotency records and API keys must survive a crash once acknowledged.
+	AsyncCommit bool
+}
+
+// Validate reports every problem of the configuration at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.URL == "" {
+		errs = append(errs, errors.New("postgres: URL is empty"))
+	} else if _, err := pgxpool.ParseConfig(c.URL); err != nil {
+		errs = append(errs, fmt.Errorf("postgres: URL: %w", err))
+	}
+	if c.MaxConns < 0 {
+		errs = append(errs, errors.New("postgres: MaxConns is negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// Open creates the pool and checks that the server answers.
+func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	pc, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse URL: %w", err)
+	}
+	if cfg.MaxConns > 0 {
+		pc.MaxConns = cfg.MaxConns
+	}
+	if cfg.AsyncCommit {
+		pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open pool: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: ping %s: %w", pc.ConnConfig.Host, err)
+	}
+	return pool, nil
+}

@@ -1,0 +1,205 @@
+package projections
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"tradesvc/events"
+	"tradesvc/infra/kafka/batch"
+	"tradesvc/query"
+)
+
+// TickBufferSize is how many recent ticks per symbol GET /v1/ticks can return.
+const TickBufferSize = 1000
+
+// Market is the in-memory market projection fed from the tick topic: the latest quote and
+// day statistics of every symbol, and a buffer of the ticks received since this process
+// started (GET /v1/ticks has no archive). Reads are lock-free for the latest quote, which
+// is on the hot path of every ticker request.
+type Market struct {
+	startedAt int64
+
+	mu      sync.RWMutex
+	symbols map[string]*marketSymbol
+
+	listenersMu sync.RWMutex
+	listeners   []func(events.Event)
+}
+
+type marketSymbol struct {
+	latest atomic.Pointer[query.Quote]
+	stats  atomic.Pointer[query.DayStats]
+
+	mu      sync.Mutex
+	lastSeq uint64
+	ring    []query.Quote
+	next    int
+	full    bool
+}
+
+// NewMarket builds an empty projection; ticks older than startedAtMs warm the latest quote
+// but do not enter the tick buffer.
+func NewMarket(startedAtMs int64) *Market {
+	return &Market{startedAt: startedAtMs, symbols: make(map[string]*marketSymbol)}
+}
+
+// OnEvent registers a listener called after every applied tick or statistics event (the
+// market stream pushers). It must not block.
+func (m *Market) OnEvent(fn func(events.Event)) {
+	m.listenersMu.Lock()
+	m.listeners = append(m.listeners, fn)
+	m.listenersMu.Unlock()
+}
+
+func (m *Market) symbol(name string) *marketSymbol {
+	m.mu.RLock()
+	s := m.symbols[name]
+	m.mu.RUnlock()
+	if s != nil {
+		return s
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s = m.symbols[name]; s == nil {
+		s = &marketSymbol{ring: make([]query.Quote, TickBufferSize)}
+		m.symbols[name] = s
+	}
+	return s
+}
+
+// Handle applies one message of the tick topic.
+func (m *Market) Handle(msg batch.Message) {
+	switch e := msg.Event.(type) {
+	case *events.TickReceived:
+		if m.applyTick(e) {
+			m.notify(e)
+		}
+	case *events.DayStatsUpdated:
+		st := dayStatsFromEvent(e)
+		s := m.symbol(e.Symbol)
+		if old := s.stats.Load(); old != nil && old.Time > st.Time {
+			return
+		}
+		s.stats.Store(&st)
+		m.notify(e)
+	}
+}
+
+// applyTick stores the tick unless it was seen before (redelivery, backfill overlap).
+func (m *Market) applyTick(e *events.TickReceived) bool {
+	s := m.symbol(e.Symbol)
+	q := query.Quote{Symbol: e.Symbol, Bid: e.Bid, Ask: e.Ask, Last: e.Last, Volume: e.Volume,
+		BidDirection: int32(e.BidDirection), AskDirection: int32(e.AskDirection), Time: e.Time}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.Seq != 0 && e.Seq <= s.lastSeq {
+		return false
+	}
+	s.lastSeq = e.Seq
+	s.latest.Store(&q)
+	if e.Time >= m.startedAt {
+		s.ring[s.next] = q
+		s.next = (s.next + 1) % len(s.ring)
+		if s.next == 0 {
+			s.full = true
+		}
+	}
+	return true
+}
+
+func (m *Market) notify(e events.Event) {
+	m.listenersMu.RLock()
+	defer m.listenersMu.RUnlock()
+	for _, fn := range m.listeners {
+		fn(e)
+	}
+}
+
+// Quote implements query.QuoteReader.
+func (m *Market) Quote(symbol string) (query.Quote, bool) {
+	m.mu.RLock()
+	s := m.symbols[symbol]
+	m.mu.RUnlock()
+	if s == nil {
+		return query.Quote{}, false
+	}
+	q := s.latest.Load()
+	if q == nil {
+		return query.Quote{}, false
+	}
+	return *q, true
+}
+
+// Quotes implements query.QuoteReader, ordered by symbol.
+func (m *Market) Quotes() []query.Quote {
+	m.mu.RLock()
+	out := make([]query.Quote, 0, len(m.symbols))
+	for _, s := range m.symbols {
+		if q := s.latest.Load(); q != nil {
+			out = append(out, *q)
+		}
+	}
+	m.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Symbol < out[j].Symbol })
+	return out
+}
+
+// Ticks implements query.QuoteReader: up to limit of the newest buffered ticks, oldest first.
+func (m *Market) Ticks(symbol string, limit int) []query.Quote {
+	m.mu.RLock()
+	s := m.symbols[symbol]
+	m.mu.RUnlock()
+	if s == nil || limit <= 0 {
+		return []query.Quote{}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.next
+	if s.full {
+		n = len(s.ring)
+	}
+	limit = min(limit, n)
+	out := make([]query.Quote, 0, limit)
+	for i := limit; i > 0; i-- {
+		out = append(out, s.ring[(s.next-i+len(s.ring))%len(s.ring)])
+	}
+	return out
+}
+
+// DayStats implements query.DayStatsReader.
+func (m *Market) DayStats(symbol string) (query.DayStats, bool) {
+	m.mu.RLock()
+	s := m.symbols[symbol]
+	m.mu.RUnlock()
+	if s == nil {
+		return query.DayStats{}, false
+	}
+	st := s.stats.Load()
+	if st == nil {
+		return query.DayStats{}, false
+	}
+	return *st, true
+}
+
+// AllDayStats implements query.DayStatsReader, ordered by symbol.
+func (m *Market) AllDayStats() []query.DayStats {
+	m.mu.RLock()
+	out := make([]query.DayStats, 0, len(m.symbols))
+	for _, s := range m.symbols {
+		if st := s.stats.Load(); st != nil {
+			out = append(out, *st)
+		}
+	}
+	m.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Symbol < out[j].Symbol })
+	return out
+}
+
+func dayStatsFromEvent(e *events.DayStatsUpdated) query.DayStats {
+	return query.DayStats{Symbol: e.Symbol, Open: e.OpenPrice, High: e.HighPrice, Low: e.LowPrice,
+		Last: e.LastPrice, Bid: e.BidPrice, Ask: e.AskPrice, BidHigh: e.BidHigh, BidLow: e.BidLow,
+		AskHigh: e.AskHigh, AskLow: e.AskLow, PriceChange: e.PriceChange,
+		PriceChangePercent: e.PriceChangePercent, Volatility: e.Volatility, TradeDeals: e.TradeDeals,
+		Volume: e.Volume, BuyOrders: e.BuyOrders, SellOrders: e.SellOrders, Time: e.Time}
+}

@@ -1,0 +1,117 @@
+// Package projections turns events into read models: Postgres tables for reference data and
+// trading state, ClickHouse tables for history, and the in-memory market projection. Each
+// projection has a stable consumer-group name, applies batches idempotently (a redelivered
+// or replayed event never moves a row backwards or counts twice) and can be rebuilt from the
+// Kafka log with `tradesvc replay`.
+package projections
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"tradesvc/events"
+	"tradesvc/events/dec"
+	"tradesvc/infra/kafka/batch"
+)
+
+// ReferenceName is the consumer group (before the deployment prefix) of the reference
+// projection. Renaming it re-consumes the whole topic.
+const ReferenceName = "projection.reference"
+
+// Reference projects SymbolSpecified, ServerSpecified and AccountSnapshot into rm.symbols,
+// rm.server and rm.accounts.
+type Reference struct {
+	pool *pgxpool.Pool
+	// changed is called after a batch that touched symbols or the server commits, so readers
+	// drop their caches at once.
+	changed func()
+}
+
+// NewReference builds the projection; changed may be nil.
+func NewReference(pool *pgxpool.Pool, changed func()) (*Reference, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("projections: reference needs a pool")
+	}
+	if changed == nil {
+		changed = func() {}
+	}
+	return &Reference{pool: pool, changed: changed}, nil
+}
+
+// Topics the projection reads.
+func (r *Reference) Topics() []events.Topic { return []events.Topic{events.TopicReference} }
+
+// Apply writes one batch in one transaction.
+func (r *Reference) Apply(ctx context.Context, msgs []batch.Message) error {
+	b := &pgx.Batch{}
+	touchedSpecs := false
+	for _, m := range msgs {
+		switch e := m.Event.(type) {
+		case *events.SymbolSpecified:
+			spec, err := json.Marshal(e)
+			if err != nil {
+				return fmt.Errorf("encode symbol %s: %w", e.Symbol, err)
+			}
+			b.Queue(`INSERT INTO rm.symbols (symbol, spec, spec_time) VALUES ($1, $2, $3)
+				ON CONFLICT (symbol) DO UPDATE SET spec = EXCLUDED.spec, spec_time = EXCLUDED.spec_time, updated_at = now()
+				WHERE rm.symbols.spec_time <= EXCLUDED.spec_time`, e.Symbol, spec, e.Time)
+			touchedSpecs = true
+		case *events.ServerSpecified:
+			b.Queue(`INSERT INTO rm.server (id, name, time_zone_offset_minutes, info_time) VALUES (1, $1, $2, $3)
+				ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, time_zone_offset_minutes = EXCLUDED.time_zone_offset_minutes,
+				info_time = EXCLUDED.info_time WHERE rm.server.info_time <= EXCLUDED.info_time`,
+				e.Name, e.TimeZoneOffsetMinutes, e.Time)
+			touchedSpecs = true
+		case *events.AccountSnapshot:
+			b.Queue(`INSERT INTO rm.accounts (login, grp, currency, leverage, demo, trade_allowed, active, balance, credit,
+				equity, margin, free_margin, profit, margin_level, update_time)
+				VALUES ($1,$2,$3,$4,$5,$6,$7,$8::numeric,$9::numeric,$10::numeric,$11::numeric,$12::numeric,$13::numeric,$14::numeric,$15)
+				ON CONFLICT (login) DO UPDATE SET grp = EXCLUDED.grp, currency = EXCLUDED.currency, leverage = EXCLUDED.leverage,
+				demo = EXCLUDED.demo, trade_allowed = EXCLUDED.trade_allowed, active = EXCLUDED.active, balance = EXCLUDED.balance,
+				credit = EXCLUDED.credit, equity = EXCLUDED.equity, margin = EXCLUDED.margin, free_margin = EXCLUDED.free_margin,
+				profit = EXCLUDED.profit, margin_level = EXCLUDED.margin_level, update_time = EXCLUDED.update_time
+				WHERE rm.accounts.update_time <= EXCLUDED.update_time`,
+				e.Login, e.Group, e.Currency, e.Leverage, e.Demo, e.TradeAllowed, e.Active,
+				dec.String(e.Balance), dec.String(e.Credit), dec.String(e.Equity), dec.String(e.Margin),
+				dec.String(e.FreeMargin), dec.String(e.Profit), dec.String(e.MarginLevel), e.Time)
+		}
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := applyBatch(ctx, r.pool, b); err != nil {
+		return fmt.Errorf("reference projection: %w", err)
+	}
+	if touchedSpecs {
+		r.changed()
+	}
+	return nil
+}
+
+// applyBatch runs b in one transaction with asynchronous commit: read models are rebuildable
+// from the log, so losing the last few milliseconds in a crash costs a replay, not data.
+func applyBatch(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+			return err
+		}
+		res := tx.SendBatch(ctx, b)
+		for i := 0; i < b.Len(); i++ {
+			if _, err := res.Exec(); err != nil {
+				res.Close()
+				return fmt.Errorf("statement %d of %d: %w", i+1, b.Len(), err)
+			}
+		}
+		return res.Close()
+	})
+}
+
+// Reset empties the reference read models before a replay.
+func (r *Reference) Reset(ctx context.Context) error {
+	_, err := r.pool.Exec(ctx, `TRUNCATE rm.symbols, rm.server, rm.accounts`)
+	return err
+}

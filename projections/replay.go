@@ -1,0 +1,123 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"tradesvc/events"
+	"tradesvc/infra/kafka/batch"
+)
+
+// Resetter is implemented by projections that can empty their read model before a replay.
+type Resetter interface {
+	Reset(ctx context.Context) error
+}
+
+// Replay rebuilds projection p from the beginning of its topics: it empties the read model,
+// then consumes every message up to the end of the log as it stood when the replay began,
+// under a fresh consumer group so the live projection's position is untouched. A live
+// projector may keep running meanwhile: every projection applies events idempotently and
+// only moves rows forward, so both converge on the same state. It returns how many events
+// were applied.
+func Replay(ctx context.Context, src Source, name string, p Projection) (int, error) {
+	r, ok := p.(Resetter)
+	if !ok {
+		return 0, fmt.Errorf("projection %s cannot be reset", name)
+	}
+	targets, err := endOffsets(src, p)
+	if err != nil {
+		return 0, err
+	}
+	if err := r.Reset(ctx); err != nil {
+		return 0, fmt.Errorf("reset %s: %w", name, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	applied := 0
+	reached := map[string]int64{}
+	done := func() bool {
+		for tp, end := range targets {
+			if reached[tp] < end {
+				return false
+			}
+		}
+		return true
+	}
+	if done() {
+		return 0, nil
+	}
+	replayName := fmt.Sprintf("%s.replay.%d", name, time.Now().UnixNano())
+	err = Run(ctx, src, replayName, projectionFunc{topics: p, apply: func(ctx context.Context, msgs []batch.Message) error {
+		if err := p.Apply(ctx, msgs); err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		applied += len(msgs)
+		for _, m := range msgs {
+			key := fmt.Sprintf("%s/%d", m.Topic, m.Partition)
+			reached[key] = max(reached[key], m.Offset+1)
+		}
+		if done() {
+			cancel()
+		}
+		return nil
+	}})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return applied, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !done() {
+		return applied, fmt.Errorf("replay of %s stopped before the end of the log: %w", name, context.Cause(ctx))
+	}
+	return applied, nil
+}
+
+type projectionFunc struct {
+	topics Projection
+	apply  func(ctx context.Context, msgs []batch.Message) error
+}
+
+func (f projectionFunc) Topics() []events.Topic { return f.topics.Topics() }
+
+func (f projectionFunc) Apply(ctx context.Context, msgs []batch.Message) error {
+	return f.apply(ctx, msgs)
+}
+
+// endOffsets returns, per "topic/partition", the offset just past the last message now.
+func endOffsets(src Source, p Projection) (map[string]int64, error) {
+	client, err := sarama.NewClient(src.Brokers, src.Sarama)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	defer client.Close()
+	out := map[string]int64{}
+	for _, t := range p.Topics() {
+		topic := src.TopicPrefix + t.Name
+		parts, err := client.Partitions(topic)
+		if err != nil {
+			return nil, fmt.Errorf("replay: partitions of %s: %w", topic, err)
+		}
+		for _, part := range parts {
+			end, err := client.GetOffset(topic, part, sarama.OffsetNewest)
+			if err != nil {
+				return nil, fmt.Errorf("replay: end of %s/%d: %w", topic, part, err)
+			}
+			start, err := client.GetOffset(topic, part, sarama.OffsetOldest)
+			if err != nil {
+				return nil, fmt.Errorf("replay: start of %s/%d: %w", topic, part, err)
+			}
+			if end > start {
+				out[fmt.Sprintf("%s/%d", topic, part)] = end
+			}
+		}
+	}
+	return out, nil
+}

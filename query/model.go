@@ -1,0 +1,129 @@
+// Package query holds the read side of the REST API: one file per query handler, each
+// declaring the narrow read-model interface it needs. Read models (rows with apd.Decimal
+// fields) are defined here; handlers turn them into wire shapes (dto.go) with decimals as
+// strings at the right precision. Handlers never read the command side or the trade server.
+package query
+
+import "github.com/cockroachdb/apd/v3"
+
+// Enumerations as the wire shows them. New values may appear; unmapped platform values are
+// "UNKNOWN_<n>".
+type (
+	// TradeMode is DISABLED, LONG_ONLY, SHORT_ONLY, CLOSE_ONLY or FULL.
+	TradeMode string
+	// ExecutionMode is REQUEST, INSTANT, MARKET or EXCHANGE.
+	ExecutionMode string
+	// FillMode is FOK, IOC or BOC (never RETURN).
+	FillMode string
+	// ExpirationMode is GTC, DAY, GTD or GTD_DAY.
+	ExpirationMode string
+	// OrderMode is MARKET, LIMIT, STOP, STOP_LIMIT, SL, TP or CLOSE_BY.
+	OrderMode string
+	// SwapMode is DISABLED, BY_POINTS, ... (the spec's swap-mode enumeration).
+	SwapMode string
+	// Weekday is SUNDAY to SATURDAY; Swap3Days may also be DISABLED.
+	Weekday string
+)
+
+// Weekdays in the order the wire lists sessions.
+var Weekdays = []Weekday{"SUNDAY", "MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY"}
+
+// Session is one trading session of a day, HH:MM in the server zone.
+type Session struct {
+	Open  string `json:"open"`
+	Close string `json:"close"`
+}
+
+// SymbolSpec is the symbol specification read model (one row per instrument on the trade server).
+type SymbolSpec struct {
+	Symbol          string
+	Description     string
+	Digits          int32
+	TickSize        apd.Decimal
+	TickValue       apd.Decimal
+	ContractSize    apd.Decimal
+	VolumeMin       apd.Decimal
+	VolumeMax       apd.Decimal
+	VolumeStep      apd.Decimal
+	StopsLevel      int32
+	FreezeLevel     int32
+	TradeMode       TradeMode
+	ExecutionMode   ExecutionMode
+	FillModes       []FillMode
+	ExpirationModes []ExpirationMode
+	OrderModes      []OrderMode
+	CurrencyBase    string
+	CurrencyProfit  string
+	CurrencyMargin  string
+	SwapMode        SwapMode
+	SwapLong        apd.Decimal
+	SwapShort       apd.Decimal
+	Swap3Days       Weekday
+	// Sessions holds the sessions of each weekday; a missing or empty entry means no session.
+	Sessions map[Weekday][]Session
+}
+
+// Quote is the latest (or a buffered) tick of a symbol from the in-memory market projection.
+type Quote struct {
+	Symbol       string
+	Bid          apd.Decimal
+	Ask          apd.Decimal
+	Last         apd.Decimal
+	Volume       int64
+	BidDirection int32
+	AskDirection int32
+	// Time is the tick time, Unix ms.
+	Time int64
+}
+
+// DayStats are the trade server's statistics of the current trading day for one symbol.
+type DayStats struct {
+	Symbol             string
+	Open               apd.Decimal
+	High               apd.Decimal
+	Low                apd.Decimal
+	Last               apd.Decimal
+	Bid                apd.Decimal
+	Ask                apd.Decimal
+	BidHigh            apd.Decimal
+	BidLow             apd.Decimal
+	AskHigh            apd.Decimal
+	AskLow             apd.Decimal
+	PriceChange        apd.Decimal
+	PriceChangePercent apd.Decimal
+	Volatility         apd.Decimal
+	TradeDeals         int64
+	Volume             apd.Decimal
+	BuyOrders          int64
+	SellOrders         int64
+	Time               int64
+}
+
+// Bar is one 1-minute bar (ClickHouse). OpenTime is a multiple of 60000.
+type Bar struct {
+	OpenTime int64
+	Open     apd.Decimal
+	High     apd.Decimal
+	Low      apd.Decimal
+	Close    apd.Decimal
+	Count    int64
+}
+
+// Account is the account read model. Readers return only active accounts: a nonexistent,
+// archived or inactive account is "not found" (the API answers -2022 for all of them).
+type Account struct {
+	Login        int64
+	Group        string
+	Currency     string
+	Leverage     int32
+	Balance      apd.Decimal
+	Credit       apd.Decimal
+	Equity       apd.Decimal
+	Margin       apd.Decimal
+	FreeMargin   apd.Decimal
+	Profit       apd.Decimal
+	MarginLevel  apd.Decimal
+	TradeAllowed bool
+	Demo         bool
+	UpdateTime   int64
+}

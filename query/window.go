@@ -1,0 +1,30 @@
+package query
+
+import "tradesvc/events"
+
+// MaxHistorySpanMs is the longest lookup span of the history endpoints (7 days).
+const MaxHistorySpanMs = 7 * 24 * 3600 * 1000
+
+// HistoryWindow resolves the window rules of GET /v1/allOrders and GET /v1/userTrades:
+// no bounds gives the last 7 days; endTime alone the 7 days ending there; startTime alone
+// runs to now; endTime before startTime is -1128; a span above 7 days (including the
+// implicit now) is -1127. start and end are nil when not sent.
+func HistoryWindow(start, end *int64, now int64) (from, to int64, err error) {
+	switch {
+	case start == nil && end == nil:
+		return now - MaxHistorySpanMs, now, nil
+	case start == nil:
+		return *end - MaxHistorySpanMs, *end, nil
+	case end == nil:
+		from, to = *start, now
+	default:
+		from, to = *start, *end
+	}
+	if to < from {
+		return 0, 0, events.Reject(events.CodeBadCombination, "endTime is before startTime.")
+	}
+	if to-from > MaxHistorySpanMs {
+		return 0, 0, events.Reject(events.CodeSpanTooBig, "Lookup span is over 7 days.")
+	}
+	return from, to, nil
+}
