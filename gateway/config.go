@@ -23,6 +23,9 @@ type Config struct {
 	WriteTimeout time.Duration
 	// IdleTimeout closes idle keep-alive connections (default 120 s).
 	IdleTimeout time.Duration
+	// ReadBufferSize is the per-connection read buffer; it also bounds the request line and
+	// headers, so long query strings (batchOrders in the query) need room (default 16 KiB).
+	ReadBufferSize int
 	// KeyCacheTTL is how long a key lookup is reused (default 1 s, at most 2 s).
 	KeyCacheTTL time.Duration
 	// Limits are the default per-key limits (default 1200 weight/min, 100 orders/10 s,
@@ -62,6 +65,9 @@ func (c Config) WithDefaults() Config {
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 120 * time.Second
 	}
+	if c.ReadBufferSize == 0 {
+		c.ReadBufferSize = 16 << 10
+	}
 	if c.KeyCacheTTL == 0 {
 		c.KeyCacheTTL = time.Second
 	}
@@ -86,6 +92,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.TLS == nil || (len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil) {
 		errs = append(errs, errors.New("gateway: TLS config with a certificate is required"))
+	}
+	if c.ReadBufferSize < 4096 {
+		errs = append(errs, errors.New("gateway: ReadBufferSize must be at least 4096"))
 	}
 	if c.BodyLimit <= 0 {
 		errs = append(errs, errors.New("gateway: BodyLimit must be positive"))

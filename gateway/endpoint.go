@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"fmt"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -71,7 +72,8 @@ func TradeEndpoint(method, path string, orders int) Endpoint {
 type Request struct {
 	// Params are the decoded parameters.
 	Params *Params
-	// Key is the caller's key; nil on an unkeyed NONE request.
+	// Key is the caller's key (shared with the key cache: read it, never modify it); nil on
+	// an unkeyed NONE request.
 	Key *Key
 	// Login is the checked login of an AccountScoped endpoint.
 	Login int64
@@ -112,23 +114,29 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b 
 func (s *Server) pipeline(ep Endpoint, h HandlerFunc) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		r := Request{Now: s.clock()}
-		err := s.run(c, &ep, h, &r)
-		if r.auth != nil {
-			u := r.usage
-			if !r.charged {
-				u = s.limiter.Usage(r.auth.ID, r.Now)
-			}
-			h := &c.Response().Header
-			h.DisableNormalizing() // send the names exactly as the spec spells them
-			h.Set(HeaderUsedWeight1m, strconv.Itoa(u.Weight1m))
-			h.Set(HeaderOrderCount10s, strconv.Itoa(u.Orders10s))
-			h.Set(HeaderOrderCount1m, strconv.Itoa(u.Orders1m))
-		}
-		if err != nil {
+		// Deferred so that even a panicking handler's response carries the usage headers.
+		defer s.usageHeaders(c, &r)
+		if err := s.run(c, &ep, h, &r); err != nil {
 			return writeError(c, s.log, err)
 		}
 		return nil
 	}
+}
+
+// usageHeaders adds the rate-limit usage headers to every keyed response.
+func (s *Server) usageHeaders(c *fiber.Ctx, r *Request) {
+	if r.auth == nil {
+		return
+	}
+	u := r.usage
+	if !r.charged {
+		u = s.limiter.Usage(r.auth.ID, r.Now)
+	}
+	h := &c.Response().Header
+	h.DisableNormalizing() // send the names exactly as the spec spells them
+	h.Set(HeaderUsedWeight1m, strconv.Itoa(u.Weight1m))
+	h.Set(HeaderOrderCount10s, strconv.Itoa(u.Orders10s))
+	h.Set(HeaderOrderCount1m, strconv.Itoa(u.Orders1m))
 }
 
 // run is the pipeline: identify the key (-1002, -2015), check the TRADE switches (-1017,
@@ -172,7 +180,7 @@ func (s *Server) run(c *fiber.Ctx, ep *Endpoint, h HandlerFunc, r *Request) erro
 		// Signed requests are charged only once authenticated, so someone holding just the
 		// (non-secret) API key cannot exhaust or ban the key's budget.
 		bp := bufPool.Get().(*[]byte)
-		err := checkSigned(p, r.auth.Secret, rawQuery, rawBody, r.Now, (*bp)[:0])
+		err := checkSigned(p, r.auth.Secret, rawQuery, rawBody, r.Now, bp)
 		bufPool.Put(bp)
 		if err != nil {
 			return err
@@ -199,7 +207,7 @@ func (s *Server) run(c *fiber.Ctx, ep *Endpoint, h HandlerFunc, r *Request) erro
 		if ep.RequireAccount {
 			acc, ok, err := s.deps.Accounts.Account(ctx, login)
 			if err != nil {
-				return err
+				return fmt.Errorf("read account %d: %w", login, err)
 			}
 			if !ok {
 				return errOutOfScope

@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"bufio"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net"
 	"net/http"
@@ -328,3 +330,48 @@ func TestSilentClientIsDropped(t *testing.T) {
 	}
 }
 
+func TestUsageHeaderNamesAreSentAsSpelled(t *testing.T) {
+	e, _ := start(t, gateway.Config{}, nil)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(e.CA)
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(e.BaseURL, "https://"), &tls.Config{RootCAs: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, _ = conn.Write([]byte("GET /v1/ping HTTP/1.1\r\nHost: x\r\nx-svc-apikey: " + gwtest.APIKey + "\r\nConnection: close\r\n\r\n"))
+	raw, _ := io.ReadAll(conn)
+	for _, h := range []string{"\r\nX-SVC-USED-WEIGHT-1M: 1\r\n", "\r\nX-SVC-ORDER-COUNT-10S: 0\r\n", "\r\nX-SVC-ORDER-COUNT-1M: 0\r\n"} {
+		if !strings.Contains(string(raw), h) {
+			t.Fatalf("response lacks %q:\n%s", h, raw)
+		}
+	}
+}
+
+func TestLongQueryStringIsAccepted(t *testing.T) {
+	_, c := start(t, gateway.Config{}, echoEndpoint)
+	long := strings.Repeat("x", 10_000)
+	r := must(t)(c.Signed(bg, "GET", "/v1/test/echo", vals("a", long), gwclient.InQuery))
+	expectOK(t, r)
+}
+
+func TestMalformedHTTPIs400WithEnvelope(t *testing.T) {
+	e, _ := start(t, gateway.Config{}, nil)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(e.CA)
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(e.BaseURL, "https://"), &tls.Config{RootCAs: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	_, _ = conn.Write([]byte("GET /v1/ping HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n"))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 400 || !strings.Contains(string(body), `"code":-1020`) {
+		t.Fatalf("got %d %s", res.StatusCode, body)
+	}
+}

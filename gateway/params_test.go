@@ -176,3 +176,13 @@ func FuzzVerifySignature(f *testing.F) {
 		}
 	})
 }
+
+func TestItemCount(t *testing.T) {
+	p, _ := ParseParams([]byte(`batchOrders=%5B%7B%22a%22%3A1%7D%2C%7B%7D%5D&bad=%7B%7D`), nil, 32)
+	if n := p.ItemCount("batchOrders"); n != 2 {
+		t.Fatalf("ItemCount = %d", n)
+	}
+	if p.ItemCount("bad") != 0 || p.ItemCount("none") != 0 {
+		t.Fatal("non-arrays must count 0")
+	}
+}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"strconv"
 
 	"tradesvc/events"
@@ -69,4 +70,19 @@ func (p *Params) Login() (int64, error) {
 		return 0, events.Reject(events.CodeInvalidLogin, "Invalid login.")
 	}
 	return n, nil
+}
+
+// ItemCount returns the number of items of a JSON-array parameter (batchOrders), or 0 when
+// it is absent or not a JSON array. Weight and ORDERS functions of batch endpoints use it;
+// the handler itself still answers -1130 / -1131 for a malformed or oversized batch.
+func (p *Params) ItemCount(name string) int {
+	v := p.Optional(name)
+	if v == "" {
+		return 0
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal([]byte(v), &items); err != nil {
+		return 0
+	}
+	return len(items)
 }

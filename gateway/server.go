@@ -51,6 +51,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.app = fiber.New(fiber.Config{
 		ErrorHandler:          func(c *fiber.Ctx, err error) error { return writeError(c, s.log, err) },
 		BodyLimit:             cfg.BodyLimit,
+		ReadBufferSize:        cfg.ReadBufferSize,
 		ReadTimeout:           cfg.ReadTimeout,
 		WriteTimeout:          cfg.WriteTimeout,
 		IdleTimeout:           cfg.IdleTimeout,

@@ -87,7 +87,7 @@ func VerifySignature(secret, totalParams []byte, sig string) bool {
 // integer), recvWindow (-1130 malformed or outside 1..60000), signature (-1102 missing,
 // -1022 wrong) and then the timing rule (-1021). The signature is checked before the
 // timing so that an unsigned caller learns nothing about the server clock.
-func checkSigned(p *Params, secret, query, body []byte, now time.Time, buf []byte) error {
+func checkSigned(p *Params, secret, query, body []byte, now time.Time, buf *[]byte) error {
 	tsRaw, err := p.Required(paramTimestamp)
 	if err != nil {
 		return err
@@ -108,7 +108,9 @@ func checkSigned(p *Params, secret, query, body []byte, now time.Time, buf []byt
 	if err != nil {
 		return err
 	}
-	if !VerifySignature(secret, TotalParams(buf, query, body), sig) {
+	total := TotalParams((*buf)[:0], query, body)
+	*buf = total[:0] // keep the grown buffer for the next request
+	if !VerifySignature(secret, total, sig) {
 		return events.Reject(events.CodeBadSignature, "Signature for this request is not valid.")
 	}
 	server := now.UnixMilli()

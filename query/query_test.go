@@ -37,7 +37,7 @@ func barsMarket(base int64, n int) *gwtest.Market {
 }
 
 func TestKlinesAggregation(t *testing.T) {
-	base := 100 * day // midnight UTC
+	base := 100 * day                   // midnight UTC
 	m := barsMarket(base-30*60_000, 90) // 23:30 the day before to 01:00
 	h, err := query.NewKlinesHandler(m, m)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"tradesvc/infra/config"
@@ -89,4 +90,19 @@ func loadConfig(name string, args []string, stderr io.Writer, own func(*flag.Fla
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	return enc.Encode(v)
+}
+
+// simCommand drives the running simulator through its admin API; the address and token come
+// from the same configuration (TRADESVC_SIM_ADDR or TRADESVC_SIM_LISTEN, RUN_DIR/sim.token).
+func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		fmt.Fprintf(stderr, "tradesvc sim: %v\n", err)
+		return 1
+	}
+	addr := cfg.SimAddr
+	if addr == "" {
+		addr = cfg.SimListen
+	}
+	return runSimCommand(ctx, addr, filepath.Join(cfg.RunDir, "sim.token"), args, stdout, stderr)
 }

@@ -5,7 +5,11 @@
 // release; everything here runs on both. On 18.16 the HTTP protocol of clickhouse-go v2 does
 // not work (unknown setting client_protocol_version), so only the native protocol is used;
 // there is no DateTime64 (store Unix milliseconds as Int64); LowCardinality needs an
-// experimental setting (do not use it); and a batch INSERT must name its columns.
+// experimental setting (do not use it); a batch INSERT must name its columns; and an
+// INSERT ... VALUES sent through conn.Exec never completes (with or without bound
+// arguments: the server waits for a data block that Exec does not send) — write every row,
+// even a single one, with PrepareBatch("INSERT INTO t (a, b)") ... Append ... Send.
+// Decimal columns: see decimal.go.
 package clickhouse
 
 import (

@@ -3,13 +3,16 @@ package clickhouse
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
@@ -44,9 +47,10 @@ func Migrate(ctx context.Context, conn driver.Conn) error {
 // order and records each in schema_migrations after all its statements succeeded.
 //
 // ClickHouse has no transactions and no advisory locks, so the rules are different from
-// Postgres: every statement must be idempotent (CREATE TABLE IF NOT EXISTS, ALTER TABLE ...
-// ADD COLUMN IF NOT EXISTS), because a migration interrupted halfway, or run by two
-// instances at once, runs again. Recording a version twice is harmless (versions are read
+// Postgres: every statement must be idempotent (CREATE TABLE IF NOT EXISTS, DROP ... IF
+// EXISTS), because a migration interrupted halfway, or run by two instances at once, runs
+// again. 18.16 has no ADD COLUMN IF NOT EXISTS: a plain ALTER TABLE ... ADD COLUMN whose
+// column already exists counts as done. Recording a version twice is harmless (versions are read
 // with DISTINCT). It returns the versions it applied.
 func MigrateFS(ctx context.Context, conn driver.Conn, fsys fs.FS) ([]int, error) {
 	migrations, err := LoadMigrations(fsys)
@@ -70,17 +74,44 @@ func MigrateFS(ctx context.Context, conn driver.Conn, fsys fs.FS) ([]int, error)
 			continue
 		}
 		for i, stmt := range m.Statements {
-			if err := conn.Exec(ctx, stmt); err != nil {
+			if err := conn.Exec(ctx, stmt); err != nil && !columnAlreadyAdded(stmt, err) {
 				return applied, fmt.Errorf("clickhouse migrate: %s statement %d: %w", m.Name, i+1, err)
 			}
 		}
-		if err := conn.Exec(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, now())",
-			uint32(m.Version), m.Name); err != nil {
-			return applied, fmt.Errorf("clickhouse migrate: record %s: %w", m.Name, err)
+		if err := record(ctx, conn, m); err != nil {
+			return applied, err
 		}
 		applied = append(applied, m.Version)
 	}
 	return applied, nil
+}
+
+// columnAlreadyAdded recognises the re-run of an ALTER TABLE ... ADD COLUMN whose column
+// exists: ClickHouse 18.16 has no ADD COLUMN IF NOT EXISTS, so this is how such a statement
+// stays idempotent when an interrupted migration runs again.
+func columnAlreadyAdded(stmt string, err error) bool {
+	var ex *clickhouse.Exception
+	if !errors.As(err, &ex) || ex.Code != 44 || !strings.Contains(ex.Message, "already exists") {
+		return false
+	}
+	upper := strings.ToUpper(stmt)
+	return strings.HasPrefix(upper, "ALTER TABLE") && strings.Contains(upper, "ADD COLUMN")
+}
+
+// record writes the bookkeeping row through a batch: on 18.16 an INSERT ... VALUES with
+// bound arguments sent through Exec never completes (the server waits for a data block).
+func record(ctx context.Context, conn driver.Conn, m Migration) error {
+	batch, err := conn.PrepareBatch(ctx, "INSERT INTO schema_migrations (version, name, applied_at)")
+	if err != nil {
+		return fmt.Errorf("clickhouse migrate: record %s: %w", m.Name, err)
+	}
+	if err := batch.Append(uint32(m.Version), m.Name, time.Now()); err != nil {
+		return fmt.Errorf("clickhouse migrate: record %s: %w", m.Name, err)
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("clickhouse migrate: record %s: %w", m.Name, err)
+	}
+	return nil
 }
 
 func appliedVersions(ctx context.Context, conn driver.Conn) (map[int]bool, error) {

@@ -44,7 +44,10 @@ type Config struct {
 	// certificate are generated under RunDir/tls on first run.
 	TLSCert string
 	TLSKey  string
-	// MasterKeyFile holds the key that encrypts API secrets at rest.
+	// MasterKey is the key that encrypts API secrets at rest (64 hex digits or base64 of 32
+	// bytes, e.g. from a secret manager); empty means MasterKeyFile.
+	MasterKey string
+	// MasterKeyFile holds the master key when MasterKey is empty; created on first use.
 	MasterKeyFile string
 	// Roles this process runs.
 	Roles []string
@@ -83,6 +86,7 @@ func (c *Config) settings(raw map[string]*string) []setting {
 		s("ch-database", "tradesvc", "ClickHouse database"),
 		s("tls-cert", "", "server certificate PEM (default: generated under run-dir/tls)"),
 		s("tls-key", "", "server key PEM (default: generated under run-dir/tls)"),
+		s("master-key", "", "master key encrypting API secrets: 64 hex digits or base64 (default: the master key file)"),
 		s("master-key-file", "", "file with the key that encrypts API secrets (default run-dir/master.key)"),
 		s("roles", strings.Join(AllRoles, ","), "roles to run: gateway,executor,projector,sim"),
 		s("sim-listen", "127.0.0.1:8444", "address of the simulator's network port and admin API"),
@@ -119,6 +123,7 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	c.CHDatabase = get("ch-database")
 	c.TLSCert = get("tls-cert")
 	c.TLSKey = get("tls-key")
+	c.MasterKey = get("master-key")
 	c.MasterKeyFile = get("master-key-file")
 	if c.MasterKeyFile == "" {
 		c.MasterKeyFile = filepath.Join(c.RunDir, "master.key")

@@ -3,8 +3,8 @@ package kafka
 import (
 	"errors"
 
-	"github.com/ThreeDotsLabs/watermill/message"
 	wkafka "github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
+	"github.com/ThreeDotsLabs/watermill/message"
 )
 
 // KeyMetadata is the message metadata entry whose value becomes the Kafka message key

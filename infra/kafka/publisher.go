@@ -7,8 +7,8 @@ import (
 	"sync"
 
 	"github.com/IBM/sarama"
-	"github.com/ThreeDotsLabs/watermill/message"
 	wkafka "github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
+	"github.com/ThreeDotsLabs/watermill/message"
 )
 
 // Publisher appends messages to Kafka and returns once every in-sync replica has them.

@@ -10,7 +10,7 @@ import (
 
 // TopicPrefix returns a topic prefix unique to this test ("t_<hex>.") for
 // infra/kafka.Config.TopicPrefix, so that tests sharing the broker never see each other's
-// messages. When the test ends, every topic carrying the prefix is deleted (best effort:
+// messages. When the test ends, every topic and consumer group carrying the prefix is deleted (best effort:
 // a failure is logged, not fatal, because the data is already isolated).
 func TopicPrefix(t testing.TB) string {
 	t.Helper()
@@ -40,6 +40,19 @@ func deleteTopics(t testing.TB, brokers []string, prefix string) {
 		if strings.HasPrefix(name, prefix) {
 			if err := admin.DeleteTopic(name); err != nil {
 				t.Logf("testenv: delete topic %s: %v", name, err)
+			}
+		}
+	}
+	// infra/kafka prefixes consumer-group names too; drop the test's (now empty) groups.
+	groups, err := admin.ListConsumerGroups()
+	if err != nil {
+		t.Logf("testenv: cannot list consumer groups: %v", err)
+		return
+	}
+	for name := range groups {
+		if strings.HasPrefix(name, prefix) {
+			if err := admin.DeleteConsumerGroup(name); err != nil {
+				t.Logf("testenv: delete consumer group %s: %v", name, err)
 			}
 		}
 	}

@@ -1,0 +1,99 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"tradesvc/gateway"
+	"tradesvc/infra/config"
+	"tradesvc/infra/keys"
+	tlsx "tradesvc/infra/tls"
+	"tradesvc/projections"
+)
+
+// runGateway serves the REST API over TLS from the projections: reference data and accounts
+// from Postgres, bars from ClickHouse, quotes from the in-memory market projection that this
+// process tails from the tick topic.
+func (a *App) runGateway(ctx context.Context) error {
+	tlsCfg, err := a.serverTLS()
+	if err != nil {
+		return err
+	}
+	store, err := a.keyStore()
+	if err != nil {
+		return err
+	}
+	ref, err := projections.NewReferenceReader(a.pool, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	a.refReader.Store(ref)
+	bars, err := projections.NewBarsReader(a.ch)
+	if err != nil {
+		return err
+	}
+	market := projections.NewMarket(a.now().UnixMilli())
+	srv, err := gateway.New(gateway.Config{TLS: tlsCfg, Logger: a.log.With("role", "gateway")}, gateway.Deps{
+		Keys: gatewayKeys{store}, Switches: a.switches, Symbols: ref, Quotes: market, DayStats: market,
+		Bars: bars, Accounts: ref, Server: ref, Clock: a.now,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", a.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("gateway listen %s: %w", a.cfg.Listen, err)
+	}
+	a.gatewayAddr <- ln.Addr().String()
+	tailErr := make(chan error, 1)
+	go func() { tailErr <- a.tailMarket(ctx, market) }()
+	err = srv.Serve(ctx, ln)
+	if terr := <-tailErr; terr != nil && err == nil {
+		err = terr
+	}
+	return err
+}
+
+// serverTLS is the operator's certificate, or the local CA's one generated under RunDir/tls.
+func (a *App) serverTLS() (*tls.Config, error) {
+	_, cert, key, err := tlsx.Resolve(filepath.Join(a.cfg.RunDir, "tls"), a.cfg.TLSCert, a.cfg.TLSKey)
+	if err != nil {
+		return nil, err
+	}
+	return tlsx.ServerConfig(cert, key)
+}
+
+func (a *App) keyStore() (*keys.Store, error) { return KeyStore(a.cfg, a.pool) }
+
+// KeyStore opens the API key store on pool with the configured master key.
+func KeyStore(cfg config.Config, pool *pgxpool.Pool) (*keys.Store, error) {
+	master, err := keys.ResolveMasterKey(cfg.MasterKey, cfg.MasterKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	return keys.NewStore(keys.Config{Pool: pool, MasterKey: master})
+}
+
+// gatewayKeys adapts the key store's records to what the gateway needs.
+type gatewayKeys struct{ store *keys.Store }
+
+func (g gatewayKeys) Lookup(ctx context.Context, apiKey string) (gateway.Key, error) {
+	rec, err := g.store.Lookup(ctx, apiKey)
+	if errors.Is(err, keys.ErrNotFound) {
+		return gateway.Key{}, gateway.ErrUnknownKey
+	}
+	if err != nil {
+		return gateway.Key{}, err
+	}
+	return gateway.Key{ID: strconv.FormatInt(rec.ID, 10), APIKey: rec.APIKey, Secret: rec.Secret, Logins: rec.Logins,
+		ReadOnly: rec.ReadOnly, AllowCIDRs: rec.AllowCIDRs, Revoked: rec.RevokedAt != 0,
+		WeightPerMinute: rec.Limits.WeightPerMinute, Orders10s: rec.Limits.Orders10s, Orders1m: rec.Limits.Orders1m}, nil
+}
