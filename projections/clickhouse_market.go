@@ -69,7 +69,9 @@ func (h *MarketHistory) Apply(ctx context.Context, msgs []batch.Message) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	next := maps.Clone(h.bars)
-	touched := map[string]bool{}
+	// dirty holds the final state of every bar this batch changed, including bars a later
+	// tick of the same batch closed by opening the next minute.
+	dirty := map[barKey]bar{}
 	for _, t := range ticks {
 		cur, ok := next[t.Symbol]
 		if !ok {
@@ -100,13 +102,13 @@ func (h *MarketHistory) Apply(ctx context.Context, msgs []batch.Message) error {
 			continue // a tick older than the open bar (clock step back on the server): not charted
 		}
 		next[t.Symbol] = cur
-		touched[t.Symbol] = true
+		dirty[barKey{t.Symbol, cur.openTime}] = cur
 	}
 	if err := h.insertTicks(ctx, ticks); err != nil {
 		return err
 	}
-	if len(touched) > 0 {
-		if err := h.insertBars(ctx, next, touched); err != nil {
+	if len(dirty) > 0 {
+		if err := h.insertBars(ctx, dirty); err != nil {
 			return err
 		}
 	}
@@ -132,22 +134,26 @@ func (h *MarketHistory) insertTicks(ctx context.Context, ticks []*events.TickRec
 	return nil
 }
 
-func (h *MarketHistory) insertBars(ctx context.Context, bars map[string]bar, touched map[string]bool) error {
+type barKey struct {
+	symbol   string
+	openTime int64
+}
+
+func (h *MarketHistory) insertBars(ctx context.Context, bars map[barKey]bar) error {
 	b, err := h.conn.PrepareBatch(ctx, "INSERT INTO bars_1m (symbol, open_time, open, high, low, close, ticks, ver, event_date)")
 	if err != nil {
 		return fmt.Errorf("prepare bars insert: %w", err)
 	}
 	defer b.Abort()
-	for symbol := range touched {
-		br := bars[symbol]
-		if err := b.Append(symbol, br.openTime, dec.Fixed(br.open, priceScale), dec.Fixed(br.high, priceScale),
+	for key, br := range bars {
+		if err := b.Append(key.symbol, br.openTime, dec.Fixed(br.open, priceScale), dec.Fixed(br.high, priceScale),
 			dec.Fixed(br.low, priceScale), dec.Fixed(br.close, priceScale), br.ticks, br.ver,
 			time.UnixMilli(br.openTime).UTC()); err != nil {
 			return fmt.Errorf("append bar: %w", err)
 		}
 	}
 	if err := b.Send(); err != nil {
-		return fmt.Errorf("insert %d bars: %w", len(touched), err)
+		return fmt.Errorf("insert %d bars: %w", len(bars), err)
 	}
 	return nil
 }

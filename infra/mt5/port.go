@@ -29,7 +29,9 @@ type TradeServer interface {
 	Facts(ctx context.Context, after uint64, max int) ([]Fact, error)
 	// Ticks returns up to max ticks with Seq > after, blocking like Facts. Ticks are not
 	// durable: an implementation may keep a bounded window, and a cursor older than the
-	// window resumes at the oldest tick still held (the Seq gap shows what was lost).
+	// window resumes at the oldest tick still held (the Seq gap shows what was lost). Tick
+	// Seq increases across server restarts; a cursor ahead of the feed resumes at the
+	// oldest tick held.
 	Ticks(ctx context.Context, after uint64, max int) ([]Tick, error)
 
 	ServerInfo(ctx context.Context) (ServerInfo, error)
@@ -59,4 +61,8 @@ var (
 	ErrUnknownSymbol = errors.New("mt5: unknown symbol")
 	ErrNoQuote       = errors.New("mt5: no quote for the symbol")
 	ErrClosed        = errors.New("mt5: trade server closed")
+	// ErrCursorAhead: a Facts cursor beyond the newest fact; the server lost history
+	// (its data was wiped) and the reader must not silently wait for sequences that may
+	// now mean other facts.
+	ErrCursorAhead = errors.New("mt5: fact cursor is ahead of the trade server's feed")
 )

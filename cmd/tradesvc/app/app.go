@@ -69,15 +69,19 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		return nil, fmt.Errorf("run dir: %w", err)
 	}
 	a.kcfg = kafka.Config{Brokers: cfg.KafkaBrokers, TopicPrefix: cfg.TopicPrefix, ClientID: "tradesvc"}
-	if err := Migrate(ctx, cfg, log); err != nil {
-		return nil, err
-	}
 	var err error
-	if a.pool, err = postgres.Open(ctx, postgres.Config{URL: cfg.PGURL}); err != nil {
-		return nil, err
-	}
-	if a.switches, err = command.NewSwitches(a.pool, a.now); err != nil {
-		return nil, err
+	// A simulator-only process (the trade server in its own process) needs none of the
+	// stores: it keeps its own journal.
+	if cfg.Has(config.RoleGateway) || cfg.Has(config.RoleExecutor) || cfg.Has(config.RoleProjector) {
+		if err := Migrate(ctx, cfg, log); err != nil {
+			return nil, err
+		}
+		if a.pool, err = postgres.Open(ctx, postgres.Config{URL: cfg.PGURL}); err != nil {
+			return nil, err
+		}
+		if a.switches, err = command.NewSwitches(a.pool, a.now); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Has(config.RoleProjector) {
 		if a.rmPool, err = postgres.Open(ctx, postgres.Config{URL: cfg.PGURL, AsyncCommit: true, MaxConns: 8}); err != nil {
@@ -208,7 +212,7 @@ func (a *App) runSimServer(ctx context.Context) error {
 	}
 	a.simAddr <- ln.Addr().String()
 	srv := &http.Server{Handler: remote.NewServer(remote.ServerConfig{Port: a.sim, Admin: a.sim, Token: token,
-		Logger: a.log.With("role", "sim")}), ReadHeaderTimeout: 10 * time.Second}
+		Logger: a.log.With("role", "sim"), Context: ctx}), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"tradesvc/events/dec"
 	"tradesvc/infra/mt5"
@@ -72,7 +73,7 @@ func TestSimCLICommands(t *testing.T) {
 	}
 
 	// deposit: a balance deal, visible as facts.
-	facts0, _ := st.sim.Facts(ctx, 0, 100000)
+	cursor := factHead(t, st)
 	code, out, errs = st.cli(t, tok, "deposit", "--login", "1003", "--amount", "250.75")
 	if code != 0 || errs != "" {
 		t.Fatalf("deposit: %d %q", code, errs)
@@ -81,7 +82,7 @@ func TestSimCLICommands(t *testing.T) {
 	if d.Login != 1003 || d.Deal == 0 || d.Amount != "250.75" || d.Account.Balance != "10250.75" {
 		t.Fatalf("deposit result: %+v", d)
 	}
-	newFacts, err := st.client.Facts(ctx, facts0[len(facts0)-1].Seq, 100)
+	newFacts, err := st.client.Facts(ctx, cursor, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,8 @@ func TestSimCLICommands(t *testing.T) {
 	if acc, _ := st.client.Account(ctx, 1001); acc.TradeAllowed {
 		t.Fatal("trade-allowed=false did not reach the simulator")
 	}
-	code, out, _ = st.cli(t, tok, "account", "--login", "1001", "--trade-allowed=true")
+	// The value may also follow as its own word.
+	code, out, _ = st.cli(t, tok, "account", "--login", "1001", "--trade-allowed", "true")
 	if code != 0 || !decodeJSON[AccountState](t, out).TradeAllowed {
 		t.Fatalf("account on: %d %q", code, out)
 	}
@@ -170,7 +172,8 @@ func TestSimCLIRefusesBadArguments(t *testing.T) {
 		{[]string{"deposit", "--login", "1001", "--amount", "0.1e1"}, "malformed decimal"},
 		{[]string{"deposit", "--login", "x", "--amount", "1"}, "invalid value"},
 		{[]string{"deposit", "--amount", "1"}, "--login must be a positive"},
-		{[]string{"account", "--login", "1001", "--trade-allowed", "false"}, "unexpected argument"},
+		{[]string{"account", "--login", "1001", "--trade-allowed"}, "needs an argument"},
+		{[]string{"account", "--login", "1001", "--trade-allowed=false", "now"}, "unexpected argument"},
 		{[]string{"account", "--login", "1001", "--trade-allowed=maybe"}, "want true or false"},
 		{[]string{"fault"}, "--mode must be one of"},
 		{[]string{"fault", "--mode", "bogus"}, "--mode must be one of"},
@@ -249,4 +252,19 @@ func httpServerFor(t *testing.T, st *simStack, token string) string {
 	srv := httptest.NewServer(NewServer(ServerConfig{Port: st.sim, Admin: st.sim, Token: token}))
 	t.Cleanup(srv.Close)
 	return srv.Listener.Addr().String()
+}
+
+// factHead is the Seq of the newest fact (0 when there is none yet).
+func factHead(t *testing.T, st *simStack) uint64 {
+	t.Helper()
+	var head uint64
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		fs, err := st.sim.Facts(ctx, head, 1000)
+		cancel()
+		if err != nil || len(fs) == 0 {
+			return head
+		}
+		head = fs[len(fs)-1].Seq
+	}
 }

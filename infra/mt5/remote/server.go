@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -36,6 +37,9 @@ type ServerConfig struct {
 	Token string
 	// Logger receives one line per failed request; nil discards.
 	Logger *slog.Logger
+	// Context, when set, is the serving role's lifetime: once it ends, waiting long polls
+	// answer at once (empty) so that http.Server.Shutdown is not held up for a poll's wait.
+	Context context.Context
 }
 
 // Validate reports a missing port or token.
@@ -56,6 +60,7 @@ type server struct {
 	token []byte
 	log   *slog.Logger
 	mux   *http.ServeMux
+	life  context.Context
 }
 
 // NewServer returns the HTTP handler of the port and admin API. Serve it on loopback only
@@ -70,7 +75,14 @@ func NewServer(cfg ServerConfig) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &server{port: cfg.Port, admin: cfg.Admin, token: []byte(cfg.Token), log: log, mux: http.NewServeMux()}
+	life := cfg.Context
+	if life == nil {
+		life = context.Background()
+	}
+	s := &server{port: cfg.Port, admin: cfg.Admin, token: []byte(cfg.Token), log: log, mux: http.NewServeMux(), life: life}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, fmt.Errorf("%w: %s %s", ErrNotFound, r.Method, r.URL.Path))
+	})
 	s.routePort()
 	if cfg.Admin != nil {
 		s.routeAdmin()

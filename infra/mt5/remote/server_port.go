@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -27,11 +28,11 @@ func (s *server) routePort() {
 		return nonNil(p.DealsByTag(r.Context(), req.Login, req.Tag))
 	})
 	handle(s, "/port/facts", func(r *http.Request, req *pollReq) (any, error) {
-		facts, err := longPoll(r.Context(), req, p.Facts)
+		facts, err := longPoll(r.Context(), s.life, req, p.Facts)
 		return &factsResp{Facts: facts}, err
 	})
 	handle(s, "/port/ticks", func(r *http.Request, req *pollReq) (any, error) {
-		ticks, err := longPoll(r.Context(), req, p.Ticks)
+		ticks, err := longPoll(r.Context(), s.life, req, p.Ticks)
 		return &ticksResp{Ticks: ticks}, err
 	})
 	handle(s, "/port/serverInfo", func(r *http.Request, _ *noArgs) (any, error) {
@@ -82,20 +83,26 @@ func nonNil[T any](v []T, err error) (any, error) {
 }
 
 // longPoll runs one bounded wait of a feed. Running out of the poll's own wait is not an
-// error: the answer is an empty batch and the client polls again from the same cursor.
-func longPoll[T any](ctx context.Context, req *pollReq, feed func(context.Context, uint64, int) ([]T, error)) ([]T, error) {
+// error: the answer is an empty batch and the client polls again from the same cursor. The
+// server shutting down (life ending) answers mt5.ErrClosed at once.
+func longPoll[T any](ctx, life context.Context, req *pollReq, feed func(context.Context, uint64, int) ([]T, error)) ([]T, error) {
 	wait := time.Duration(req.WaitMs) * time.Millisecond
 	if wait <= 0 {
 		wait = DefaultPollWait
 	}
 	wait = min(wait, MaxPollWait)
-	max := req.Max
-	if max <= 0 || max > MaxPollBatch {
-		max = MaxPollBatch
+	n := req.Max
+	if n <= 0 || n > MaxPollBatch {
+		n = MaxPollBatch
 	}
 	pctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	out, err := feed(pctx, req.After, max)
+	stop := context.AfterFunc(life, cancel)
+	defer stop()
+	out, err := feed(pctx, req.After, n)
+	if err != nil && life.Err() != nil {
+		return nil, fmt.Errorf("remote: server shutting down: %w", mt5.ErrClosed)
+	}
 	if err != nil && ctx.Err() == nil && pctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
 		return []T{}, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"tradesvc/infra/mt5"
 )
@@ -83,6 +84,9 @@ type RemoteError struct {
 }
 
 func (e *RemoteError) Error() string {
+	if strings.HasPrefix(e.Message, "remote: ") {
+		return e.Message
+	}
 	if e.Message != "" {
 		return "remote: " + e.Message
 	}

@@ -312,6 +312,12 @@ func TestSendOverDroppedConnectionIsAnError(t *testing.T) {
 	// sim process killed mid-request.
 	var hits atomic.Int32
 	drop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/port/send" {
+			// Answer reads normally so that the Send below goes out on a reused
+			// keep-alive connection (the case where a transport may retry on its own).
+			writeJSON(w, http.StatusOK, &mt5.ServerInfo{Name: "dropper"})
+			return
+		}
 		hits.Add(1)
 		_, _ = io.ReadAll(r.Body)
 		conn, _, err := w.(http.Hijacker).Hijack()
@@ -323,6 +329,9 @@ func TestSendOverDroppedConnectionIsAnError(t *testing.T) {
 	c, err := NewClient(ClientConfig{Addr: drop.URL, Token: testToken})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if info, err := c.ServerInfo(context.Background()); err != nil || info.Name != "dropper" {
+		t.Fatalf("warm-up read: %+v, %v", info, err)
 	}
 	res, err := c.Send(context.Background(), mt5.TradeRequest{Login: 1, Comment: "t#AAAAAAA"})
 	if err == nil {
@@ -405,5 +414,70 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in 10s")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestCallsReuseKeepAliveConnections(t *testing.T) {
+	f := newFakePort()
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(NewServer(ServerConfig{Port: f, Token: testToken}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	c, err := NewClient(ClientConfig{Addr: srv.URL, Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := 0; i < 20; i++ {
+		if _, err := c.Account(context.Background(), int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Error answers must not cost a connection either.
+	f.setErr(mt5.ErrUnknownLogin)
+	for i := 0; i < 5; i++ {
+		if _, err := c.Account(context.Background(), 1); !errors.Is(err, mt5.ErrUnknownLogin) {
+			t.Fatal(err)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("25 sequential calls opened %d connections, want 1", n)
+	}
+}
+
+func TestShutdownEndsWaitingLongPolls(t *testing.T) {
+	f := newFakePort()
+	life, stop := context.WithCancel(context.Background())
+	srv := httptest.NewServer(NewServer(ServerConfig{Port: f, Token: testToken, Context: life}))
+	defer srv.Close()
+	c, err := NewClient(ClientConfig{Addr: srv.URL, Token: testToken, PollWait: MaxPollWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	errc := make(chan error, 1)
+	go func() { _, err := c.Facts(context.Background(), 0, 10); errc <- err }()
+	waitFor(t, func() bool { return f.pollCount() == 1 })
+	stop()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, mt5.ErrClosed) {
+			t.Fatalf("poll during shutdown: %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a waiting long poll held up the shutdown")
+	}
+}
+
+func TestAdminEndpointsAbsentWithoutAdmin(t *testing.T) {
+	f := newFakePort()
+	c, _ := startFake(t, f, ClientConfig{})
+	if _, err := c.Admin().Logins(context.Background()); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("admin call on a port-only server: %v, want ErrNotFound", err)
 	}
 }

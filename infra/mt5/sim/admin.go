@@ -115,7 +115,7 @@ func (s *Sim) balanceOp(login int64, amount apd.Decimal, act mt5.DealAction) (in
 	} else if amount.Sign() < 0 {
 		comment = "withdrawal"
 	}
-	if after := dec.Add(*target, amount); after.Sign() < 0 {
+	if after := dec.Add(*target, amount); amount.Sign() < 0 && after.Sign() < 0 {
 		s.mu.Unlock()
 		return 0, fmt.Errorf("sim: %s would become negative", comment)
 	}

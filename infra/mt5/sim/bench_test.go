@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -78,17 +79,30 @@ func BenchmarkSimTicksWith10kPending(b *testing.B) {
 	ctx := context.Background()
 	// lift the per-group order cap by placing on hedging logins only
 	logins := []int64{1001, 1002, 1003}
-	for i := 0; i < 10000; i++ {
-		y := syms[i%len(syms)]
-		t, price := mt5.OrderBuyLimit, y.buyLimit
-		if i%2 == 1 {
-			t, price = mt5.OrderSellStop, y.sellStop
-		}
-		r, err := s.Send(ctx, mt5.TradeRequest{Login: logins[i%3], Action: mt5.ActionPending, Symbol: y.name, Type: t,
-			Volume: dec.MustParse("0.01"), Price: dec.MustParse(price)})
-		if err != nil || r.Retcode != mt5.RetPlaced {
-			b.Fatalf("place %d: %v %v", i, r.Retcode, err)
-		}
+	// placed by 100 concurrent callers so that the fsyncs are shared
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for w := 0; w < 100; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < 10000; i += 100 {
+				y := syms[i%len(syms)]
+				t, price := mt5.OrderBuyLimit, y.buyLimit
+				if i%2 == 1 {
+					t, price = mt5.OrderSellStop, y.sellStop
+				}
+				r, err := s.Send(ctx, mt5.TradeRequest{Login: logins[i%3], Action: mt5.ActionPending, Symbol: y.name, Type: t,
+					Volume: dec.MustParse("0.01"), Price: dec.MustParse(price)})
+				if err != nil || r.Retcode != mt5.RetPlaced {
+					failed.Add(1)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	if failed.Load() != 0 {
+		b.Fatalf("%d placements failed", failed.Load())
 	}
 	alt := make([][2]decPair, len(syms))
 	for i, y := range syms {

@@ -65,8 +65,11 @@ func TestFaultDisconnectFailsFeedsAndAnswers10031(t *testing.T) {
 	if len(h.positions(1001)) != 0 {
 		t.Fatal("executed while disconnected")
 	}
-	if _, err := h.s.Facts(h.ctx, 0, 10); err != nil {
-		t.Fatalf("facts after reconnect: %v", err)
+	if _, err := h.s.Deposit(1001, D("1")); err != nil {
+		t.Fatal(err)
+	}
+	if fs, err := h.s.Facts(h.ctx, 0, 10); err != nil || len(fs) != 2 {
+		t.Fatalf("facts after reconnect: %d %v", len(fs), err)
 	}
 }
 

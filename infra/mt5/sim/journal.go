@@ -2,7 +2,6 @@ package sim
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -125,7 +124,7 @@ func (j *journal) enqueue(recs []record) {
 }
 
 func (j *journal) run(ctx context.Context) {
-	var buf bytes.Buffer
+	var buf []byte
 	for {
 		select {
 		case <-ctx.Done():
@@ -137,7 +136,7 @@ func (j *journal) run(ctx context.Context) {
 	}
 }
 
-func (j *journal) commit(buf *bytes.Buffer) {
+func (j *journal) commit(buf *[]byte) {
 	j.mu.Lock()
 	batch := j.queue
 	j.queue = nil
@@ -145,17 +144,14 @@ func (j *journal) commit(buf *bytes.Buffer) {
 	if len(batch) == 0 {
 		return
 	}
-	buf.Reset()
 	offs := make([]int64, len(batch))
-	enc := json.NewEncoder(buf)
+	b := (*buf)[:0]
 	for i := range batch {
-		offs[i] = int64(buf.Len())
-		if err := enc.Encode(&batch[i]); err != nil {
-			j.fail(fmt.Errorf("sim journal: encode: %w", err))
-			return
-		}
+		offs[i] = int64(len(b))
+		b = appendRecord(b, &batch[i])
 	}
-	if _, err := j.f.Write(buf.Bytes()); err != nil {
+	*buf = b
+	if _, err := j.f.Write(b); err != nil {
 		j.fail(fmt.Errorf("sim journal: write: %w", err))
 		return
 	}
@@ -180,7 +176,7 @@ func (j *journal) commit(buf *bytes.Buffer) {
 		}
 		j.durable = f.Seq
 	}
-	j.off += int64(buf.Len())
+	j.off += int64(len(b))
 	close(j.waitCh)
 	j.waitCh = make(chan struct{})
 	j.mu.Unlock()
@@ -234,6 +230,10 @@ func (j *journal) read(ctx context.Context, after uint64, max int) ([]mt5.Fact, 
 			j.mu.Unlock()
 			return nil, err
 		}
+		if after > j.durable {
+			j.mu.Unlock()
+			return nil, fmt.Errorf("%w: cursor %d, newest fact %d", mt5.ErrCursorAhead, after, j.durable)
+		}
 		if j.durable > after {
 			if after+1 >= j.winStart {
 				out := make([]mt5.Fact, 0, min(max, int(j.durable-after)))
@@ -241,7 +241,7 @@ func (j *journal) read(ctx context.Context, after uint64, max int) ([]mt5.Fact, 
 					out = append(out, j.window[int(s%uint64(j.winCap))])
 				}
 				j.mu.Unlock()
-				return j.fixWindow(out, after), nil
+				return out, checkConsecutive(out, after)
 			}
 			idx := j.index
 			durable := j.durable
@@ -262,14 +262,14 @@ func (j *journal) read(ctx context.Context, after uint64, max int) ([]mt5.Fact, 
 	}
 }
 
-// fixWindow is a guard: the ring arithmetic above must yield consecutive sequences.
-func (j *journal) fixWindow(out []mt5.Fact, after uint64) []mt5.Fact {
+// checkConsecutive guards the ring arithmetic: a read must yield consecutive sequences.
+func checkConsecutive(out []mt5.Fact, after uint64) error {
 	for i := range out {
 		if out[i].Seq != after+uint64(i)+1 {
-			panic(fmt.Sprintf("sim journal: window out of order at %d: %d", after+uint64(i)+1, out[i].Seq))
+			return fmt.Errorf("sim journal: fact window out of order at %d: %d", after+uint64(i)+1, out[i].Seq)
 		}
 	}
-	return out
+	return nil
 }
 
 func (j *journal) readFile(after uint64, max int, durable uint64, idx []idxEntry) ([]mt5.Fact, error) {

@@ -264,3 +264,22 @@ func TestGroupRulesHedgeProhibitedFIFOAndPositionLimit(t *testing.T) {
 	h.mustCode(mt5.RetPlaced, pending(1006, "BTCUSD", mt5.OrderBuyLimit, "0.01", "50000.00"))
 	h.mustCode(mt5.RetLimitOrders, pending(1006, "BTCUSD", mt5.OrderBuyLimit, "0.01", "50000.00"))
 }
+
+func TestStopOutThroughAGapIsCompensatedToAZeroBalance(t *testing.T) {
+	h := newHarness(t)
+	h.quote("BTCUSD", "60000.00", "60015.00")
+	if _, err := h.s.Deposit(1002, D("-9300")); err != nil {
+		t.Fatal(err)
+	}
+	h.mustCode(mt5.RetDone, market(1002, "BTCUSD", mt5.OrderBuy, "1"))
+	seq := h.lastSeq()
+	h.quote("BTCUSD", "59000.00", "59015.00") // loss 1015 on a 700 balance
+	fs := h.factsAfter(seq)
+	eqStrings(t, "facts", kinds(fs), "order:DELETE:FILLED", "deal:OUT", "position:CLOSE", "account", "deal:IN", "account")
+	if d := fs[4].Deal; d.Action != mt5.DealSOCompensation {
+		t.Fatalf("compensation deal %+v", d)
+	} else {
+		eqDec(t, "compensation", d.Profit, "315.00")
+	}
+	eqDec(t, "balance", h.account(1002).Balance, "0")
+}

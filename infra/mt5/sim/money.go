@@ -16,7 +16,21 @@ var (
 	cent    = dec.New(1, -2)
 )
 
-func round2(d apd.Decimal) apd.Decimal { return dec.Round(d, 2) }
+func round2(d apd.Decimal) apd.Decimal {
+	if d.Form == apd.Finite && d.Exponent == -2 {
+		return d // already exactly two places: skip the costly quantize
+	}
+	return dec.Round(d, 2)
+}
+
+// perLeverage divides by the account's leverage, by multiplication when 1/leverage is an
+// exact decimal (1:100, 1:500, ...), which is much cheaper than a 34-digit division.
+func perLeverage(a *account, v apd.Decimal) apd.Decimal {
+	if a.invLevOK {
+		return dec.Mul(v, a.invLev)
+	}
+	return dec.Quo(v, dec.New(int64(a.Leverage), 0))
+}
 
 // toUSD is the value of one unit of currency c in USD at the current quotes. USC is a
 // hundredth of a USD. Other currencies convert through the symbol cUSD (at its bid) or
@@ -85,7 +99,7 @@ func (s *Sim) marginOf(a *account, y *symbol, vol, price apd.Decimal) (apd.Decim
 	if y.spec.MarginCalc == mt5.CalcCFDLeverage {
 		m = dec.Mul(m, price)
 	}
-	m = dec.Quo(m, dec.New(int64(a.Leverage), 0))
+	m = perLeverage(a, m)
 	v, ok := s.convert(m, y.spec.CurrencyMargin, a.Currency)
 	return round2(v), ok
 }
@@ -100,7 +114,7 @@ func (s *Sim) commissionOf(a *account, y *symbol, vol apd.Decimal) apd.Decimal {
 }
 
 type figures struct {
-	profit, equity, margin, free, level apd.Decimal
+	profit, equity, margin, free apd.Decimal
 }
 
 // figuresOf computes the account's live figures: profit is the floating profit plus the
@@ -109,29 +123,31 @@ type figures struct {
 // by rounding from the sum of the positions' individually rounded profits.
 func (s *Sim) figuresOf(a *account) figures {
 	var f figures
-	lev := dec.New(int64(a.Leverage), 0)
 	for sym, g := range a.bySym {
 		y := s.symbols[sym]
 		raw := dec.Add(dec.Sub(dec.Mul(y.bid, g.buyVol), g.buyVO), dec.Sub(g.sellVO, dec.Mul(y.ask, g.sellVol)))
 		raw = dec.Mul(raw, y.spec.ContractSize)
 		f.profit = dec.Add(f.profit, dec.Add(s.profitIn(a, y, raw), g.swap))
-		m, _ := s.convert(dec.Quo(g.notional, lev), y.spec.CurrencyMargin, a.Currency)
+		m, _ := s.convert(perLeverage(a, g.notional), y.spec.CurrencyMargin, a.Currency)
 		f.margin = dec.Add(f.margin, round2(m))
 	}
 	f.equity = dec.Add(dec.Add(a.Balance, a.Credit), f.profit)
 	f.free = dec.Sub(f.equity, f.margin)
-	if !f.margin.IsZero() {
-		f.level = round2(dec.Quo(dec.Mul(f.equity, hundred), f.margin))
-	} else {
-		f.level = dec.New(0, -2)
-	}
 	return f
+}
+
+// marginLevel is equity/margin in percent, two places; "0.00" with no margin in use.
+func (f *figures) marginLevel() apd.Decimal {
+	if f.margin.IsZero() {
+		return dec.New(0, -2)
+	}
+	return round2(dec.Quo(dec.Mul(f.equity, hundred), f.margin))
 }
 
 func (s *Sim) accountSnapshot(a *account) mt5.Account {
 	f := s.figuresOf(a)
 	out := a.Account
-	out.Equity, out.Margin, out.MarginFree, out.MarginLevel, out.Profit = f.equity, f.margin, f.free, f.level, f.profit
+	out.Equity, out.Margin, out.MarginFree, out.MarginLevel, out.Profit = f.equity, f.margin, f.free, f.marginLevel(), f.profit
 	return out
 }
 

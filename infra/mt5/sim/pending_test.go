@@ -227,7 +227,7 @@ func TestSLAndTPFireOnTheClosingSide(t *testing.T) {
 	b := h.mustCode(mt5.RetDone, buy)
 	sell := market(1001, "BTCUSD", mt5.OrderSell, "0.10")
 	sell.SL, sell.TP = D("61000.00"), D("59500.00")
-	s := h.mustCode(mt5.RetDone, sell)
+	h.mustCode(mt5.RetDone, sell)
 	// the ask reaches the buy's SL level but the bid does not: nothing fires for the buy;
 	// the sell's TP (ask <= 59500) does not fire either
 	h.quote("BTCUSD", "59001.00", "59501.00")
@@ -254,7 +254,6 @@ func TestSLAndTPFireOnTheClosingSide(t *testing.T) {
 	if len(reasons) != 2 || reasons[0] != mt5.ReasonSL || reasons[1] != mt5.ReasonTP {
 		t.Fatalf("reasons %v", reasons)
 	}
-	_ = s
 	if len(h.positions(1001)) != 0 {
 		t.Fatal("positions left")
 	}
@@ -280,4 +279,20 @@ func TestModifyPositionStops(t *testing.T) {
 	h.mustCode(mt5.RetDone, closeReq(1001, b.Position, ""))
 	m.SL = D("58000.00")
 	h.mustCode(mt5.RetPositionClosed, m)
+}
+
+func TestTriggeredOrderTheAccountCannotCarryIsRejected(t *testing.T) {
+	h := newHarness(t)
+	h.quote("BTCUSD", "60000.00", "60010.00")
+	r := h.mustCode(mt5.RetPlaced, pending(1002, "BTCUSD", mt5.OrderBuyLimit, "1", "59000.00"))
+	if _, err := h.s.Deposit(1002, D("-9800")); err != nil { // 200 left; 1 lot needs 590 margin
+		t.Fatal(err)
+	}
+	seq := h.lastSeq()
+	h.quote("BTCUSD", "58990.00", "59000.00")
+	fs := h.factsAfter(seq)
+	eqStrings(t, "facts", kinds(fs), "order:DELETE:REJECTED")
+	if fs[0].Order.Ticket != r.Order || len(h.positions(1002)) != 0 {
+		t.Fatal("the order was not rejected cleanly")
+	}
 }

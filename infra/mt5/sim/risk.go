@@ -24,7 +24,20 @@ func (s *Sim) checkStopOuts(y *symbol) {
 
 // checkStopOut closes the most losing position, one at a time, while the margin level is
 // at or below the group's stop-out level. (Margin call is only a level; it closes nothing.)
+// A balance left negative once every position is closed is restored to zero by a stop-out
+// compensation deal (negative balance protection).
 func (s *Sim) checkStopOut(a *account) {
+	defer func() {
+		if len(a.positions) == 0 && a.Balance.Sign() < 0 {
+			d := &mt5.Deal{Ticket: s.nextDeal, Login: a.Login, Action: mt5.DealSOCompensation, Entry: mt5.EntryIn,
+				Profit: dec.Neg(a.Balance), Comment: "stop-out compensation", Time: s.tradeTime()}
+			s.nextDeal++
+			a.Balance = apd.Decimal{}
+			a.addDeal(d)
+			s.emitDeal(d)
+			s.emitAccount(a, mt5.ChangeUpdate)
+		}
+	}()
 	for len(a.positions) > 0 {
 		f := s.figuresOf(a)
 		// compare unrounded: equity*100 <= stopOut*margin
@@ -41,7 +54,7 @@ func (s *Sim) checkStopOut(a *account) {
 				worst, worstP = p, pr
 			}
 		}
-		s.closeAtMarket(a, s.symbols[worst.Symbol], worst, mt5.ReasonSO, fmt.Sprintf("[so %s%%]", dec.Fixed(f.level, 2)))
+		s.closeAtMarket(a, s.symbols[worst.Symbol], worst, mt5.ReasonSO, fmt.Sprintf("[so %s%%]", dec.Fixed(f.marginLevel(), 2)))
 	}
 }
 

@@ -142,7 +142,10 @@ func Open(cfg Config) (*Sim, error) {
 	s := &Sim{cfg: cfg, clock: cfg.Clock, log: cfg.Logger,
 		rng:        rand.New(rand.NewPCG(cfg.RNGSeed, cfg.RNGSeed^0x9e3779b97f4a7c15)),
 		orderOwner: map[int64]*account{}, posOwner: map[int64]*account{},
-		nextOrder: 1, nextDeal: 1, ticks: newTickRing(cfg.TickBuffer)}
+		nextOrder: 1, nextDeal: 1,
+		// tick sequences start at the opening instant in microseconds: they keep increasing
+		// across restarts as long as the feed averages under a million ticks a second
+		ticks: newTickRing(cfg.TickBuffer, uint64(cfg.Clock.Now().UnixMicro()))}
 	if err := s.load(seed); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/cockroachdb/apd/v3"
 
@@ -23,6 +24,8 @@ type account struct {
 	closedPos   map[int64]bool
 	orderTags   map[string][]int64 // correlation tag -> order tickets
 	dealTags    map[string][]*mt5.Deal
+	invLev      apd.Decimal // 1/leverage when exact
+	invLevOK    bool
 }
 
 // order is an open pending order plus the bookkeeping of its trigger entry.
@@ -115,10 +118,19 @@ func (s *Sim) load(seed *Seed) error {
 		if lev == 0 {
 			lev = g.Leverage
 		}
+		if lev <= 0 {
+			return fmt.Errorf("sim seed: account %d: leverage must be positive", a.Login)
+		}
 		acc := &account{Account: mt5.Account{Login: a.Login, Group: g.Name, Currency: g.Currency, Leverage: lev,
 			Demo: g.Demo, TradeAllowed: a.TradeAllowed == nil || *a.TradeAllowed, Balance: bal, Credit: cr},
 			group: g, orders: map[int64]*order{}, positions: map[int64]*position{}, bySym: map[string]*symAgg{}, histByTkt: map[int64]*mt5.Order{},
 			closedPos: map[int64]bool{}, orderTags: map[string][]int64{}, dealTags: map[string][]*mt5.Deal{}}
+		if lev > 0 {
+			inv := dec.Quo(one, dec.New(int64(lev), 0))
+			if back := dec.Mul(inv, dec.New(int64(lev), 0)); back.Cmp(&one) == 0 {
+				acc.invLev, acc.invLevOK = inv, true
+			}
+		}
 		s.accounts[a.Login] = acc
 		s.loginList = append(s.loginList, a.Login)
 	}
@@ -171,7 +183,7 @@ func tag(comment string) string {
 }
 
 func truncComment(c string) string {
-	r := []rune(c)
+	r := []rune(strings.ToValidUTF8(c, "?"))
 	if len(r) > mt5.MaxCommentLen {
 		r = r[:mt5.MaxCommentLen]
 	}

@@ -86,3 +86,51 @@ func TestSwapReopenByBidForASell(t *testing.T) {
 	eqDec(t, "realised (0.5000-0.5100)*1*1000", out.Profit, "-10.00")
 	eqDec(t, "reopened 10 points lower", in.Price, "0.5090")
 }
+
+func TestSwapModesInTheirUnits(t *testing.T) {
+	cases := []struct {
+		mode  mt5.SwapMode
+		rate  string
+		login int64
+		want  string
+	}{
+		{mt5.SwapBySymbolCurrency, "-0.001", 1001, "-60.00"}, // 0.001 BTC at the 60000 bid
+		{mt5.SwapByMarginCurrency, "-2.5", 1001, "-2.50"},
+		{mt5.SwapByGroupCurrency, "-3", 1004, "-3.00"}, // already in the deposit currency (USC)
+		{mt5.SwapByProfitCurrency, "-4", 1004, "-400.00"},
+		{mt5.SwapByInterestOpen, "-18", 1001, "-30.00"}, // 60010*18%/360 = 30.005, half-even
+		{mt5.SwapByInterestCurrent, "-18", 1001, "-30.00"},
+		{mt5.SwapByPoints, "-150", 1001, "-1.50"}, // 150 points of 0.01 on 1 lot of contract 1
+	}
+	for _, c := range cases {
+		t.Run(c.mode.String(), func(t *testing.T) {
+			h := newHarness(t)
+			y := h.s.symbols["BTCUSD"]
+			y.spec.SwapMode, y.spec.SwapLong = c.mode, D(c.rate)
+			h.quote("BTCUSD", "60000.00", "60010.00")
+			h.mustCode(mt5.RetDone, market(c.login, "BTCUSD", mt5.OrderBuy, "1"))
+			h.clock.Set(serverTime(2026, 11, 18, 0, 0))
+			h.s.Housekeep()
+			eqDec(t, "swap", h.positions(c.login)[0].Swap, c.want)
+		})
+	}
+}
+
+func TestCreditCountsInEquityButNotBalance(t *testing.T) {
+	h := newHarness(t)
+	seq := h.lastSeq()
+	if _, err := h.s.Credit(1002, D("500")); err != nil {
+		t.Fatal(err)
+	}
+	fs := h.factsAfter(seq)
+	if len(fs) != 2 || fs[0].Deal.Action != mt5.DealCredit {
+		t.Fatalf("facts %v", kinds(fs))
+	}
+	eqDec(t, "credit in the account fact", fs[1].Account.Credit, "500")
+	a := h.account(1002)
+	eqDec(t, "balance", a.Balance, "10000.00")
+	eqDec(t, "equity", a.Equity, "10500.00")
+	if _, err := h.s.Deposit(1002, D("-20000")); err == nil {
+		t.Fatal("a withdrawal below zero was accepted")
+	}
+}

@@ -6,20 +6,23 @@ import (
 
 	"github.com/cockroachdb/apd/v3"
 
-	"tradesvc/events/dec"
 	"tradesvc/infra/mt5"
 )
 
 // tickRing keeps the newest ticks for the tick feed. Ticks are market data, not trade
 // state: they are not journaled, and a cursor older than the ring resumes at its oldest.
 type tickRing struct {
-	mu   sync.Mutex
-	buf  []mt5.Tick
-	last uint64 // seq of the newest tick
-	wake chan struct{}
+	mu    sync.Mutex
+	buf   []mt5.Tick
+	last  uint64 // seq of the newest tick
+	first uint64 // seq of the first tick since open
+	wake  chan struct{}
 }
 
-func newTickRing(n int) *tickRing { return &tickRing{buf: make([]mt5.Tick, n)} }
+// newTickRing starts the sequence at base so that it keeps increasing across restarts.
+func newTickRing(n int, base uint64) *tickRing {
+	return &tickRing{buf: make([]mt5.Tick, n), last: base, first: base + 1}
+}
 
 func (r *tickRing) append(t mt5.Tick) uint64 {
 	r.mu.Lock()
@@ -40,9 +43,12 @@ func (r *tickRing) read(ctx context.Context, after uint64, max int) ([]mt5.Tick,
 	}
 	for {
 		r.mu.Lock()
-		if r.last > after {
-			oldest := uint64(1)
-			if r.last > uint64(len(r.buf)) {
+		if after > r.last {
+			after = 0 // a cursor from before a restart that reset the feed: start over
+		}
+		if r.last >= r.first && r.last > after {
+			oldest := r.first
+			if r.last-r.first+1 > uint64(len(r.buf)) {
 				oldest = r.last - uint64(len(r.buf)) + 1
 			}
 			from := max64(after+1, oldest)
@@ -193,4 +199,3 @@ func pointsPerTick(y *symbol) int64 {
 	return k
 }
 
-var _ = dec.Zero

@@ -10,16 +10,21 @@ import (
 	"flag"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/cmd/tradesvc/app"
+	"tradesvc/gateway/gwclient"
 	"tradesvc/infra/config"
+	"tradesvc/infra/keys"
 	"tradesvc/infra/testenv"
 )
 
@@ -34,6 +39,9 @@ type Service struct {
 	HTTP *http.Client
 	// PG is a pool on the service's database (for arranging keys and reading read models).
 	PG *pgxpool.Pool
+
+	pollOnce sync.Once
+	poll     Key
 }
 
 // Start builds and runs the service with every role; it stops when the test ends.
@@ -116,4 +124,137 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 // WSURL returns the stream URL for path (for WebSocket clients).
 func (s *Service) WSURL(path string) string {
 	return "wss://" + strings.TrimPrefix(s.BaseURL, "https://") + path
+}
+
+// Key is an API key issued for a test: the public key and its secret.
+type Key struct {
+	APIKey string
+	Secret []byte
+	Logins []int64
+}
+
+// CreateKey issues a key through the service's own key store (same master key as the
+// running gateway) with the given scope, read-only flag and source allowlist (nil: any).
+func (s *Service) CreateKey(t testing.TB, logins []int64, readOnly bool, cidrs []string) Key {
+	t.Helper()
+	return s.CreateKeyWithLimits(t, keys.CreateParams{Logins: logins, ReadOnly: readOnly, AllowCIDRs: cidrs})
+}
+
+// CreateKeyWithLimits issues a key from full creation parameters (own rate limits included).
+func (s *Service) CreateKeyWithLimits(t testing.TB, p keys.CreateParams) Key {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := s.keyStore(t).Create(ctx, p)
+	if err != nil {
+		t.Fatalf("create key: %v", err)
+	}
+	return Key{APIKey: c.APIKey, Secret: []byte(c.APISecret), Logins: c.Logins}
+}
+
+// RevokeKey revokes a key through the key store (the gateway notices within its key-cache TTL).
+func (s *Service) RevokeKey(t testing.TB, apiKey string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.keyStore(t).Revoke(ctx, apiKey); err != nil {
+		t.Fatalf("revoke key: %v", err)
+	}
+}
+
+// SetKeyLimits overwrites a key's own rate limits in cmd.api_keys (0 = service default).
+func (s *Service) SetKeyLimits(t testing.TB, apiKey string, weightPerMinute, orders10s, orders1m int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tag, err := s.PG.Exec(ctx, `UPDATE cmd.api_keys SET weight_per_minute = $2, orders_10s = $3, orders_1m = $4,
+		updated_at = now() WHERE api_key = $1`, apiKey, weightPerMinute, orders10s, orders1m)
+	if err != nil {
+		t.Fatalf("set key limits: %v", err)
+	}
+	if tag.RowsAffected() != 1 {
+		t.Fatalf("set key limits: key %q not found", apiKey)
+	}
+}
+
+func (s *Service) keyStore(t testing.TB) *keys.Store {
+	t.Helper()
+	st, err := app.KeyStore(s.Config, s.PG)
+	if err != nil {
+		t.Fatalf("key store: %v", err)
+	}
+	return st
+}
+
+// Client returns a gateway client for key (zero Key: no key header) over the service's
+// keep-alive HTTPS client.
+func (s *Service) Client(k Key) *gwclient.Client {
+	return &gwclient.Client{BaseURL: s.BaseURL, APIKey: k.APIKey, Secret: k.Secret, HTTP: s.HTTP}
+}
+
+// pollKey is a key used only by the Wait helpers: every login of the default seed and a
+// huge weight budget, so polling never throttles the keys under test.
+func (s *Service) pollKey(t testing.TB) Key {
+	t.Helper()
+	s.pollOnce.Do(func() {
+		s.poll = s.CreateKeyWithLimits(t, keys.CreateParams{Logins: []int64{1001, 1002, 1003, 1004, 1005, 1006},
+			Limits: keys.Limits{WeightPerMinute: 1 << 30, Orders10s: 1 << 30, Orders1m: 1 << 30}})
+	})
+	return s.poll
+}
+
+// WaitForSymbols waits until GET /v1/exchangeInfo lists every named symbol (reference data
+// projected into Postgres) and returns the listed symbols' digits by name.
+func (s *Service) WaitForSymbols(t testing.TB, timeout time.Duration, names ...string) map[string]int {
+	t.Helper()
+	var digits map[string]int
+	Eventually(t, timeout, "symbols "+strings.Join(names, ",")+" in exchangeInfo", func() bool {
+		res, err := s.Client(Key{}).Public(context.Background(), http.MethodGet, "/v1/exchangeInfo", nil)
+		if err != nil || res.Status != http.StatusOK {
+			return false
+		}
+		var info struct {
+			Symbols []struct {
+				Symbol string `json:"symbol"`
+				Digits int    `json:"digits"`
+			} `json:"symbols"`
+		}
+		if res.JSON(&info) != nil {
+			return false
+		}
+		digits = make(map[string]int, len(info.Symbols))
+		for _, y := range info.Symbols {
+			digits[y.Symbol] = y.Digits
+		}
+		for _, n := range names {
+			if _, ok := digits[n]; !ok {
+				return false
+			}
+		}
+		return true
+	})
+	return digits
+}
+
+// WaitForQuote waits until GET /v1/ticker/price?symbol=... answers 200 (a tick reached the
+// in-memory market projection).
+func (s *Service) WaitForQuote(t testing.TB, timeout time.Duration, symbol string) {
+	t.Helper()
+	c := s.Client(s.pollKey(t))
+	Eventually(t, timeout, "a quote for "+symbol, func() bool {
+		res, err := c.Keyed(context.Background(), http.MethodGet, "/v1/ticker/price", url.Values{"symbol": {symbol}})
+		return err == nil && res.Status == http.StatusOK
+	})
+}
+
+// WaitForAccount waits until signed GET /v1/account?login=... answers 200 (the account
+// reached the Postgres read model).
+func (s *Service) WaitForAccount(t testing.TB, timeout time.Duration, login int64) {
+	t.Helper()
+	c := s.Client(s.pollKey(t))
+	Eventually(t, timeout, "account "+strconv.FormatInt(login, 10), func() bool {
+		res, err := c.Signed(context.Background(), http.MethodGet, "/v1/account",
+			url.Values{"login": {strconv.FormatInt(login, 10)}}, gwclient.InQuery)
+		return err == nil && res.Status == http.StatusOK
+	})
 }
