@@ -17,7 +17,7 @@ SHELL := /bin/bash
 LOCAL := infra/local
 
 # The demo key's logins: the accounts of the simulator's default seed.
-DEMO_LOGINS ?= 1001,1002,1003,1004,1005
+DEMO_LOGINS ?= 1001,1002,1003,1004,1005,1006
 # Profile for services-up/-down/-status: run or test.
 PROFILE ?= run
 

@@ -139,6 +139,20 @@ func (s *Server) usageHeaders(c *fiber.Ctx, r *Request) {
 	h.Set(HeaderOrderCount1m, strconv.Itoa(u.Orders1m))
 }
 
+// keyedUsageHeaders adds the usage headers (without charging) to a response outside any
+// endpoint's pipeline, when the request carries a valid, known key.
+func (s *Server) keyedUsageHeaders(c *fiber.Ctx) {
+	hdr := c.Request().Header.Peek(HeaderAPIKey)
+	if len(hdr) == 0 || !validKeyHeader(hdr) {
+		return
+	}
+	k, err := s.keys.get(c.UserContext(), string(hdr))
+	if err != nil || k == nil || k.Revoked {
+		return
+	}
+	s.usageHeaders(c, &Request{Now: s.clock(), auth: k})
+}
+
 // run is the pipeline: identify the key (-1002, -2015), check the TRADE switches (-1017,
 // -5015), parse parameters (-1100, -1101), verify a signed request (-1102, -1130, -1022,
 // -1021), charge weight (-1003, 418), check the login scope (-1102, -1122, -2022), charge
@@ -171,6 +185,11 @@ func (s *Server) run(c *fiber.Ctx, ep *Endpoint, h HandlerFunc, r *Request) erro
 	req := c.Request()
 	rawQuery := req.URI().QueryString()
 	rawBody := req.Body()
+	if ep.Method == fiber.MethodGet || ep.Method == fiber.MethodDelete {
+		// The spec: GET and DELETE carry parameters in the query string only. A body sent
+		// anyway is neither read for parameters nor part of what is signed.
+		rawBody = nil
+	}
 	p, err := ParseParams(rawQuery, formBody(req.Header.ContentType(), rawBody), s.cfg.MaxParams)
 	if err != nil {
 		return err

@@ -49,7 +49,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		keys: &keyCache{store: deps.Keys, ttl: cfg.KeyCacheTTL, now: deps.Clock},
 	}
 	s.app = fiber.New(fiber.Config{
-		ErrorHandler:          func(c *fiber.Ctx, err error) error { return writeError(c, s.log, err) },
+		ErrorHandler: func(c *fiber.Ctx, err error) error {
+			// Requests that never reach an endpoint's pipeline (unknown path or method,
+			// retired path, oversized body) still report the key's usage when keyed.
+			s.keyedUsageHeaders(c)
+			return writeError(c, s.log, err)
+		},
 		BodyLimit:             cfg.BodyLimit,
 		ReadBufferSize:        cfg.ReadBufferSize,
 		ReadTimeout:           cfg.ReadTimeout,

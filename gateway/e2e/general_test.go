@@ -1,6 +1,8 @@
 package e2e_test
 
 import (
+	"tradesvc/gateway/gwclient"
+
 	"bufio"
 	"encoding/json"
 	"io"
@@ -55,6 +57,22 @@ func testGeneral(t *testing.T, e *env) {
 			for _, m := range []string{http.MethodGet, http.MethodPost} {
 				wantErr(t, raw(t, anon, m, p, "", "", false), http.StatusGone, -1016)
 			}
+		}
+	})
+	// Regression: keyed requests that never reached an endpoint (unknown path or method,
+	// retired path, oversized body) came back without the usage headers.
+	t.Run("keyed responses outside any endpoint carry usage headers", func(t *testing.T) {
+		c := e.client(e.main)
+		for _, res := range []*gwclient.Response{
+			raw(t, c, http.MethodGet, "/v1/nope", "", "", true),
+			raw(t, c, http.MethodPost, "/v1/ping", "", "", true),
+			raw(t, c, http.MethodGet, "/v1/premiumIndex", "", "", true),
+			raw(t, c, http.MethodPost, "/v1/ping", "", "a="+strings.Repeat("x", 65<<10), true),
+		} {
+			if res.Status < 400 {
+				t.Fatalf("status %d, want an error", res.Status)
+			}
+			usedWeight(t, res)
 		}
 	})
 	t.Run("body too large is 413 -1101", func(t *testing.T) {

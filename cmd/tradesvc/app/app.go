@@ -99,13 +99,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		}
 	}
 	if cfg.Has(config.RoleSim) {
-		a.sim, err = sim.Open(sim.Config{DataDir: cfg.SimDataDir, Seed: nil, TickInterval: 250 * time.Millisecond,
+		var seed []byte // nil: the embedded default seed
+		if cfg.SimSeed != "" {
+			if seed, err = os.ReadFile(cfg.SimSeed); err != nil {
+				return nil, fmt.Errorf("simulator seed: %w", err)
+			}
+		}
+		a.sim, err = sim.Open(sim.Config{DataDir: cfg.SimDataDir, Seed: seed, TickInterval: 250 * time.Millisecond,
 			HousekeepInterval: time.Second, Logger: log.With("role", "sim")})
 		if err != nil {
 			return nil, fmt.Errorf("open simulator: %w", err)
-		}
-		if cfg.SimSeed != "" {
-			a.log.Warn("sim-seed is applied only to a new simulator data dir", "seed", cfg.SimSeed)
 		}
 	}
 	if cfg.Has(config.RoleExecutor) {

@@ -19,6 +19,7 @@ const (
 	codeUnknownSymbol = "unknown_symbol"
 	codeNoQuote       = "no_quote"
 	codeClosed        = "closed"
+	codeCursorAhead   = "cursor_ahead"
 	codeCanceled      = "canceled"
 	codeDeadline      = "deadline_exceeded"
 	codeBadRequest    = "bad_request"
@@ -41,6 +42,7 @@ var sentinels = []struct {
 	{codeUnknownSymbol, mt5.ErrUnknownSymbol, http.StatusNotFound},
 	{codeNoQuote, mt5.ErrNoQuote, http.StatusNotFound},
 	{codeClosed, mt5.ErrClosed, http.StatusServiceUnavailable},
+	{codeCursorAhead, mt5.ErrCursorAhead, http.StatusConflict},
 	{codeCanceled, context.Canceled, 499},
 	{codeDeadline, context.DeadlineExceeded, http.StatusGatewayTimeout},
 	{codeBadRequest, ErrBadRequest, http.StatusBadRequest},

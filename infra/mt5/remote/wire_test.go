@@ -96,7 +96,7 @@ func TestPortSentinelsCrossTheWire(t *testing.T) {
 	f := newFakePort()
 	c, _ := startFake(t, f, ClientConfig{})
 	all := []error{mt5.ErrNoAnswer, mt5.ErrTimeout, mt5.ErrDisconnected, mt5.ErrUnknownLogin,
-		mt5.ErrUnknownSymbol, mt5.ErrNoQuote, mt5.ErrClosed}
+		mt5.ErrUnknownSymbol, mt5.ErrNoQuote, mt5.ErrClosed, mt5.ErrCursorAhead}
 	ctx := context.Background()
 	calls := map[string]func() error{
 		"Account":  func() error { _, err := c.Account(ctx, 42); return err },

@@ -172,4 +172,3 @@ func (w *jw) str(k, s string) {
 	}
 	w.b = append(w.b, '"')
 }
-

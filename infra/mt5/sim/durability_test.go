@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -117,4 +118,74 @@ func TestOldCursorsAreServedFromTheJournalFileBeyondTheWindow(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestConcurrentSendersShareGroupCommitsAndFactsStayGapless(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Config{DataDir: dir, Clock: &fakeClock{t: tuesdayNoon}, Sync: SyncBatch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	errs := make(chan error, 16)
+	for w := 0; w < 16; w++ {
+		go func(w int) {
+			login := []int64{1001, 1002, 1003}[w%3]
+			for i := 0; i < 20; i++ {
+				r, err := s.Send(ctx, mt5.TradeRequest{Login: login, Action: mt5.ActionDeal, Symbol: "BTCUSD", Type: mt5.OrderSell, Volume: D("0.01")})
+				if err == nil && r.Retcode == mt5.RetDone {
+					r, err = s.Send(ctx, mt5.TradeRequest{Login: login, Action: mt5.ActionDeal, Position: r.Position})
+				}
+				if err != nil || r.Retcode != mt5.RetDone {
+					errs <- fmt.Errorf("worker %d: %v %v", w, r.Retcode, err)
+					return
+				}
+			}
+			errs <- nil
+		}(w)
+	}
+	for w := 0; w < 16; w++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := s.lastSeq
+	s.Close()
+	s, err = Open(Config{DataDir: dir, Clock: &fakeClock{t: tuesdayNoon}, Sync: SyncBatch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fs, err := s.Facts(ctx, 0, 1<<20)
+	if err != nil || uint64(len(fs)) != want {
+		t.Fatalf("%d facts after restart, want %d (%v)", len(fs), want, err)
+	}
+	deals := map[int64]bool{}
+	for i, f := range fs {
+		if f.Seq != uint64(i+1) {
+			t.Fatalf("gap at %d", i+1)
+		}
+		if f.Deal != nil {
+			if deals[f.Deal.Ticket] {
+				t.Fatalf("deal %d twice", f.Deal.Ticket)
+			}
+			deals[f.Deal.Ticket] = true
+		}
+	}
+	if len(deals) != 16*20*2 {
+		t.Fatalf("%d deals, want %d", len(deals), 16*20*2)
+	}
+}
+
+func TestInstantExecutionRequotesAClose(t *testing.T) {
+	h := newHarness(t)
+	h.quote("LINKUSD", "15.000", "15.020")
+	r := h.mustCode(mt5.RetDone, market(1001, "LINKUSD", mt5.OrderBuy, "1"))
+	h.quote("LINKUSD", "14.900", "14.920")
+	c := closeReq(1001, r.Position, "")
+	c.Price, c.Deviation = D("15.000"), 50 // the client saw 15.000; the bid is 100 points away
+	res := h.mustCode(mt5.RetRequote, c)
+	eqDec(t, "requote bid", res.Bid, "14.900")
+	c.Price = D("14.900")
+	h.mustCode(mt5.RetDone, c)
 }

@@ -130,6 +130,23 @@ func (s *Sim) apply(rec record) error {
 	return nil
 }
 
+// dropUnknownSymbols forgets open orders and positions on symbols the seed no longer has
+// (a journal written under another seed): nothing could price, trigger or close them.
+func (s *Sim) dropUnknownSymbols(a *account) {
+	for t, o := range a.orders {
+		if s.symbols[o.Symbol] == nil {
+			s.log.Warn("sim: dropping an open order on a symbol the seed lacks", "login", a.Login, "order", t, "symbol", o.Symbol)
+			delete(a.orders, t)
+		}
+	}
+	for t, p := range a.positions {
+		if s.symbols[p.Symbol] == nil {
+			s.log.Warn("sim: dropping a position on a symbol the seed lacks", "login", a.Login, "position", t, "symbol", p.Symbol)
+			delete(a.positions, t)
+		}
+	}
+}
+
 func (s *Sim) bumpOrder(t int64) {
 	if t >= s.nextOrder {
 		s.nextOrder = t + 1
@@ -145,6 +162,7 @@ func (s *Sim) replay(path string) error {
 	s.replayEnd, s.replayIdx = end, idx
 	for _, login := range s.loginList {
 		a := s.accounts[login]
+		s.dropUnknownSymbols(a)
 		for _, o := range a.orders {
 			s.orderOwner[o.Ticket] = a
 			o.deadline = s.deadline(o.TypeTime, o.Expiration, o.TimeSetup)
@@ -154,10 +172,8 @@ func (s *Sim) replay(path string) error {
 			s.posOwner[p.Ticket] = a
 			s.aggAdd(a, p, 1)
 			y := s.symbols[p.Symbol]
-			if y != nil {
-				y.holders[a.Login]++
-				s.indexPosition(y, p)
-			}
+			y.holders[a.Login]++
+			s.indexPosition(y, p)
 		}
 	}
 	return nil

@@ -84,7 +84,6 @@ type Sim struct {
 	clock  Clock
 	log    *slog.Logger
 	server mt5.ServerInfo
-	zone   *time.Location
 
 	mu          sync.Mutex
 	rng         *rand.Rand

@@ -198,4 +198,3 @@ func pointsPerTick(y *symbol) int64 {
 	}
 	return k
 }
-
