@@ -73,6 +73,9 @@ echo "tests: $passed passed, $failed failed, $skipped skipped"
 ((skipped == 0)) || die "$skipped test(s) skipped: tests must not skip in CI"
 ((passed > 0)) || die "go test ran no test"
 
+log "Kafka durability: the log survives a broker stop and start"
+"$HERE/durability_check.sh" test
+
 # Fuzz targets: every `func FuzzXxx(` in a _test.go file, run one at a time (go test -fuzz takes one
 # target per package per run).
 mapfile -t targets < <(grep -rEl --include='*_test.go' --exclude-dir=.run --exclude-dir=vendor --exclude-dir=.git \
