@@ -2,15 +2,14 @@ package e2e_test
 
 import (
 	"net/url"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"tradesvc/gateway/gwclient"
+	"tradesvc/gateway/gwtest"
 )
 
 // End-to-end benchmarks: the whole service in-process against the real Kafka, Postgres and
@@ -44,47 +43,8 @@ func benchEnv(b *testing.B) (*env, []byte, *fasthttp.HostClient) {
 	return e, k.Secret, hc
 }
 
-// runParallel drives build from parallel goroutines, checks every answer is 200, and reports
-// req/s, p50_ms and p99_ms.
-func runParallel(b *testing.B, hc *fasthttp.HostClient, build func(req *fasthttp.Request)) {
-	b.SetParallelism(4) // 4 × GOMAXPROCS goroutines: enough to saturate 2 cores
-	var mu sync.Mutex
-	var all []time.Duration
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		req, res := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-		defer fasthttp.ReleaseRequest(req)
-		defer fasthttp.ReleaseResponse(res)
-		lat := make([]time.Duration, 0, 4096)
-		for pb.Next() {
-			req.Reset()
-			build(req)
-			t0 := time.Now()
-			if err := hc.Do(req, res); err != nil {
-				b.Error(err)
-				return
-			}
-			lat = append(lat, time.Since(t0))
-			if res.StatusCode() != fasthttp.StatusOK {
-				b.Errorf("status %d: %s", res.StatusCode(), res.Body())
-				return
-			}
-		}
-		mu.Lock()
-		all = append(all, lat...)
-		mu.Unlock()
-	})
-	elapsed := time.Since(start)
-	b.StopTimer()
-	if len(all) == 0 {
-		return
-	}
-	slices.Sort(all)
-	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "req/s")
-	b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "p50_ms")
-	b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, "p99_ms")
-}
+// inFlight × GOMAXPROCS requests in flight: enough to saturate 2 cores (see docs/benchmarks.md).
+const inFlight = 4
 
 // BenchmarkE2ETickerPrice: keyed GET /v1/ticker/price?symbol=BTCUSD, served from the
 // in-memory market projection fed by the tick topic.
@@ -93,7 +53,7 @@ func BenchmarkE2ETickerPrice(b *testing.B) {
 	uri := e.svc.BaseURL + "/v1/ticker/price?symbol=BTCUSD"
 	apiKey := e.main.APIKey
 	b.Run("tls-keepalive", func(b *testing.B) {
-		runParallel(b, hc, func(req *fasthttp.Request) {
+		gwtest.RunLoad(b, hc, inFlight, func(req *fasthttp.Request) {
 			req.SetRequestURI(uri)
 			req.Header.Set(gwclient.HeaderAPIKey, apiKey)
 		})
@@ -108,7 +68,7 @@ func BenchmarkE2ESignedAccount(b *testing.B) {
 	apiKey := e.main.APIKey
 	params := url.Values{"login": {"1001"}}
 	b.Run("tls-keepalive", func(b *testing.B) {
-		runParallel(b, hc, func(req *fasthttp.Request) {
+		gwtest.RunLoad(b, hc, inFlight, func(req *fasthttp.Request) {
 			q, _ := gwclient.SignParams(secret, params, gwclient.InQuery, time.Now().UnixMilli(), 0)
 			req.SetRequestURI(base + q)
 			req.Header.Set(gwclient.HeaderAPIKey, apiKey)

@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"tradesvc/infra/migrations"
 )
 
 // migrationFiles holds the ClickHouse migrations (deals, ticks, bars tables).
@@ -137,36 +136,18 @@ func appliedVersions(ctx context.Context, conn driver.Conn) (map[int]bool, error
 // LoadMigrations reads, splits and orders the *.sql files at the root of fsys. Names must
 // start with a positive version number and '_'; versions must be unique.
 func LoadMigrations(fsys fs.FS) ([]Migration, error) {
-	entries, err := fs.ReadDir(fsys, ".")
+	files, err := migrations.Load(fsys)
 	if err != nil {
-		return nil, fmt.Errorf("clickhouse migrate: read migrations: %w", err)
+		return nil, fmt.Errorf("clickhouse migrate: %w", err)
 	}
-	var out []Migration
-	seen := map[int]string{}
-	for _, e := range entries {
-		if e.IsDir() || path.Ext(e.Name()) != ".sql" {
-			continue
-		}
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("clickhouse migrate: %s: name must look like 0001_description.sql", e.Name())
-		}
-		if other, dup := seen[v]; dup {
-			return nil, fmt.Errorf("clickhouse migrate: %s and %s share version %d", other, e.Name(), v)
-		}
-		seen[v] = e.Name()
-		body, err := fs.ReadFile(fsys, e.Name())
-		if err != nil {
-			return nil, fmt.Errorf("clickhouse migrate: read %s: %w", e.Name(), err)
-		}
-		stmts := SplitStatements(string(body))
+	out := make([]Migration, 0, len(files))
+	for _, f := range files {
+		stmts := SplitStatements(f.SQL)
 		if len(stmts) == 0 {
-			return nil, fmt.Errorf("clickhouse migrate: %s holds no statement", e.Name())
+			return nil, fmt.Errorf("clickhouse migrate: %s holds no statement", f.Name)
 		}
-		out = append(out, Migration{Version: v, Name: e.Name(), Statements: stmts})
+		out = append(out, Migration{Version: f.Version, Name: f.Name, Statements: stmts})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	return out, nil
 }
 

@@ -138,3 +138,25 @@ ensure_traversable() {
   done
   runuser -u "$u" -- test -x "$d" || die "$u cannot reach $d"
 }
+
+# with_test_services starts the test-profile services, stops them when the calling script exits
+# (unless KEEP_SERVICES=1, for local iteration; CI never sets it), and exports the variables the
+# integration tests read. Call it from a script that sources lib.sh and has set HERE.
+with_test_services() {
+  _stop_test_services() {
+    local rc=$?
+    if [[ ${KEEP_SERVICES:-0} == 1 ]]; then
+      log "KEEP_SERVICES=1: test services left running (stop: make services-down PROFILE=test)"
+    else
+      "$HERE/services.sh" down test || rc=1
+    fi
+    exit $rc
+  }
+  trap _stop_test_services EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  "$HERE/services.sh" up test
+  export TRADESVC_TEST_KAFKA_BROKERS=127.0.0.1:29092
+  export TRADESVC_TEST_PG_URL='postgres://tradesvc@127.0.0.1:25432/tradesvc?sslmode=disable'
+  export TRADESVC_TEST_CH_ADDR=127.0.0.1:29000
+}

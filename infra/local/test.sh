@@ -27,24 +27,7 @@ command -v go >/dev/null || die "Go toolchain not found: install Go (see go.mod 
 log "$(go version)"
 
 mkdir -p "$OUT"
-cleanup() {
-  local rc=$?
-  if [[ ${KEEP_SERVICES:-0} == 1 ]]; then
-    log "KEEP_SERVICES=1: test services left running (stop: make services-down PROFILE=test)"
-  else
-    "$HERE/services.sh" down test || rc=1
-  fi
-  exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-"$HERE/services.sh" up test
-
-export TRADESVC_TEST_KAFKA_BROKERS=127.0.0.1:29092
-export TRADESVC_TEST_PG_URL='postgres://tradesvc@127.0.0.1:25432/tradesvc?sslmode=disable'
-export TRADESVC_TEST_CH_ADDR=127.0.0.1:29000
+with_test_services
 
 log "go vet ./..."
 go vet ./...

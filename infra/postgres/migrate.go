@@ -5,13 +5,11 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"tradesvc/infra/migrations"
 )
 
 // migrationFiles holds the service's migrations. Numbering: 0001..0099 belong to the
@@ -34,11 +32,7 @@ func Migrations() fs.FS {
 const migrateLockKey int64 = 0x7472616465737663 // "tradesvc"
 
 // Migration is one numbered SQL file.
-type Migration struct {
-	Version int
-	Name    string // file name, e.g. 0001_command_side.sql
-	SQL     string
-}
+type Migration = migrations.File
 
 // Migrate applies every embedded migration that the database has not seen yet.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
@@ -134,31 +128,9 @@ func applyOne(ctx context.Context, conn *pgx.Conn, m Migration) error {
 // a version number followed by '_' (0001_command_side.sql); two files with one number are
 // an error, so that a merge of two branches cannot silently skip one.
 func LoadMigrations(fsys fs.FS) ([]Migration, error) {
-	entries, err := fs.ReadDir(fsys, ".")
+	files, err := migrations.Load(fsys)
 	if err != nil {
-		return nil, fmt.Errorf("migrate: read migrations: %w", err)
+		return nil, fmt.Errorf("migrate: %w", err)
 	}
-	var out []Migration
-	seen := map[int]string{}
-	for _, e := range entries {
-		if e.IsDir() || path.Ext(e.Name()) != ".sql" {
-			continue
-		}
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migrate: %s: name must look like 0001_description.sql", e.Name())
-		}
-		if other, dup := seen[v]; dup {
-			return nil, fmt.Errorf("migrate: %s and %s share version %d", other, e.Name(), v)
-		}
-		seen[v] = e.Name()
-		body, err := fs.ReadFile(fsys, e.Name())
-		if err != nil {
-			return nil, fmt.Errorf("migrate: read %s: %w", e.Name(), err)
-		}
-		out = append(out, Migration{Version: v, Name: e.Name(), SQL: string(body)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
-	return out, nil
+	return files, nil
 }

@@ -101,16 +101,7 @@ func (s *Sim) execOpen(a *account, y *symbol, o *mt5.Order, buy bool, parts []fi
 		a.addDeal(d)
 		deals = append(deals, d)
 	}
-	o.State = mt5.StateFilled
-	o.VolumeCurrent = dec.Sub(o.VolumeInitial, total)
-	if o.VolumeCurrent.Sign() > 0 {
-		o.State = mt5.StatePartial
-	}
-	if o.Price.IsZero() {
-		o.Price = vwap
-	}
-	o.PositionID, o.TimeDone, o.TimeUpdate = p.Ticket, now, now
-	a.addHist(o)
+	finishOrder(a, o, p.Ticket, total, vwap, now)
 	a.positions[p.Ticket] = p
 	s.aggAdd(a, p, 1)
 	s.posOwner[p.Ticket] = a
@@ -128,6 +119,22 @@ func (s *Sim) execOpen(a *account, y *symbol, o *mt5.Order, buy bool, parts []fi
 		s.emitAccount(a, mt5.ChangeUpdate)
 	}
 	return p, deals
+}
+
+// finishOrder marks o filled (partially when total is below its volume) at the
+// volume-weighted price vwap unless it carries its own price, ties it to position, and moves
+// it to the account's history.
+func finishOrder(a *account, o *mt5.Order, position int64, total, vwap apd.Decimal, now int64) {
+	o.State = mt5.StateFilled
+	o.VolumeCurrent = dec.Sub(o.VolumeInitial, total)
+	if o.VolumeCurrent.Sign() > 0 {
+		o.State = mt5.StatePartial
+	}
+	if o.Price.IsZero() {
+		o.Price = vwap
+	}
+	o.PositionID, o.TimeDone, o.TimeUpdate = position, now, now
+	a.addHist(o)
 }
 
 // execClose closes the parts' total volume of p with closing order o and emits the order,
@@ -157,16 +164,7 @@ func (s *Sim) execClose(a *account, y *symbol, p *position, o *mt5.Order, parts 
 		a.addDeal(d)
 		deals = append(deals, d)
 	}
-	o.State = mt5.StateFilled
-	o.VolumeCurrent = dec.Sub(o.VolumeInitial, total)
-	if o.VolumeCurrent.Sign() > 0 {
-		o.State = mt5.StatePartial
-	}
-	if o.Price.IsZero() {
-		o.Price = vwap
-	}
-	o.PositionID, o.TimeDone, o.TimeUpdate = p.Ticket, now, now
-	a.addHist(o)
+	finishOrder(a, o, p.Ticket, total, vwap, now)
 	s.aggAdd(a, p, -1)
 	p.Volume = dec.Sub(p.Volume, total)
 	p.Swap = dec.Sub(p.Swap, swapPart)
