@@ -21,26 +21,33 @@ func NewBarsReader(conn driver.Conn) (*BarsReader, error) {
 	return &BarsReader{conn: conn}, nil
 }
 
-// Bars1m implements query.BarReader. FINAL collapses each bar's rewrites to its newest state.
-func (r *BarsReader) Bars1m(ctx context.Context, symbol string, fromMs, toMs int64, limit int) ([]query.Bar, error) {
-	rows, err := r.conn.Query(ctx, `SELECT open_time, toString(open), toString(high), toString(low), toString(close), ticks
-		FROM bars_1m FINAL WHERE symbol = ? AND open_time >= ? AND open_time <= ?
-		ORDER BY open_time LIMIT ?`, symbol, fromMs, toMs, uint64(max(limit, 0)))
+// Candles implements query.BarReader: ClickHouse folds the 1-minute bars into buckets of
+// intervalMs. FINAL first collapses each bar's rewrites to its newest state.
+func (r *BarsReader) Candles(ctx context.Context, symbol string, intervalMs, fromMs, toMs int64, limit int) ([]query.Bar, error) {
+	if intervalMs <= 0 || intervalMs%60000 != 0 {
+		return nil, fmt.Errorf("candles of %s: interval %d ms is not a whole number of minutes", symbol, intervalMs)
+	}
+	rows, err := r.conn.Query(ctx, `SELECT intDiv(open_time, ?) * ? AS bucket,
+		toString(argMin(open, open_time)), toString(max(high)), toString(min(low)), toString(argMax(close, open_time)), sum(ticks)
+		FROM bars_1m FINAL
+		WHERE symbol = ? AND open_time >= ? AND open_time < ?
+		GROUP BY bucket ORDER BY bucket LIMIT ?`,
+		intervalMs, intervalMs, symbol, fromMs, toMs+intervalMs, uint64(max(limit, 0)))
 	if err != nil {
-		return nil, fmt.Errorf("read bars of %s: %w", symbol, err)
+		return nil, fmt.Errorf("read candles of %s: %w", symbol, err)
 	}
 	defer rows.Close()
-	var out []query.Bar
+	out := []query.Bar{}
 	for rows.Next() {
 		var b query.Bar
 		var o, h, l, c string
 		var n uint64
 		if err := rows.Scan(&b.OpenTime, &o, &h, &l, &c, &n); err != nil {
-			return nil, fmt.Errorf("scan bar of %s: %w", symbol, err)
+			return nil, fmt.Errorf("scan candle of %s: %w", symbol, err)
 		}
 		b.Count = int64(n)
 		if err := parseColumns([]string{o, h, l, c}, &b.Open, &b.High, &b.Low, &b.Close); err != nil {
-			return nil, fmt.Errorf("bar of %s: %w", symbol, err)
+			return nil, fmt.Errorf("candle of %s: %w", symbol, err)
 		}
 		out = append(out, b)
 	}

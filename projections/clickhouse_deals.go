@@ -31,6 +31,9 @@ func NewDealHistory(conn driver.Conn) (*DealHistory, error) {
 	return &DealHistory{conn: conn}, nil
 }
 
+// MaxWait implements Batching.
+func (h *DealHistory) MaxWait() time.Duration { return clickhouseBatchWait }
+
 // Topics the projection reads.
 func (h *DealHistory) Topics() []events.Topic { return []events.Topic{events.TopicTrades} }
 

@@ -50,6 +50,13 @@ func NewMarketHistory(conn driver.Conn) (*MarketHistory, error) {
 	return &MarketHistory{conn: conn, bars: map[string]bar{}}, nil
 }
 
+// clickhouseBatchWait gathers about a second of events per insert: MergeTree tables want a
+// few large inserts per second, not one per message.
+const clickhouseBatchWait = time.Second
+
+// MaxWait implements Batching.
+func (h *MarketHistory) MaxWait() time.Duration { return clickhouseBatchWait }
+
 // Topics the projection reads.
 func (h *MarketHistory) Topics() []events.Topic { return []events.Topic{events.TopicTicks} }
 

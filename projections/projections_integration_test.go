@@ -138,7 +138,7 @@ func TestOneMinuteBarsAreExactUnderRedeliveryRestartAndReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	reader, _ := NewBarsReader(conn)
-	bars, err := reader.Bars1m(ctx, "BTCUSD", m0, m0+60000, 10)
+	bars, err := reader.Candles(ctx, "BTCUSD", 60000, m0, m0+60000, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,6 +153,15 @@ func TestOneMinuteBarsAreExactUnderRedeliveryRestartAndReplay(t *testing.T) {
 	if bars[1].OpenTime != m0+60000 || bars[1].Count != 1 || dec.String(bars[1].Open) != "200.00000000" {
 		t.Fatalf("second bar wrong: %+v", bars[1])
 	}
+	// ClickHouse folds 1-minute bars into wider candles: open of the first, close of the last.
+	fives, err := reader.Candles(ctx, "BTCUSD", 300000, m0-m0%300000, m0+60000, 10)
+	if err != nil || len(fives) != 1 {
+		t.Fatalf("5m candles: %+v %v", fives, err)
+	}
+	if f := fives[0]; f.OpenTime != m0-m0%300000 || f.Count != 5 || dec.String(f.Open) != "100.00000000" ||
+		dec.String(f.High) != "200.00000000" || dec.String(f.Low) != "99.25000000" || dec.String(f.Close) != "200.00000000" {
+		t.Fatalf("5m candle wrong: %+v", f)
+	}
 	// Replay from scratch (reset, then the whole log again) gives the same bars.
 	if err := h2.Reset(ctx); err != nil {
 		t.Fatal(err)
@@ -160,7 +169,7 @@ func TestOneMinuteBarsAreExactUnderRedeliveryRestartAndReplay(t *testing.T) {
 	if err := h2.Apply(ctx, append(append([]batch.Message{}, first...), second...)); err != nil {
 		t.Fatal(err)
 	}
-	again, err := reader.Bars1m(ctx, "BTCUSD", m0, m0+60000, 10)
+	again, err := reader.Candles(ctx, "BTCUSD", 60000, m0, m0+60000, 10)
 	if err != nil || len(again) != 2 || again[0].Count != 4 || again[1].Count != 1 {
 		t.Fatalf("after replay: %+v %v", again, err)
 	}

@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -16,6 +17,13 @@ type Projection interface {
 	Topics() []events.Topic
 	// Apply applies one batch of one partition, idempotently.
 	Apply(ctx context.Context, msgs []batch.Message) error
+}
+
+// Batching is implemented by projections that want batches gathered for longer than the
+// consumer's default (50 ms), such as ClickHouse tables, which want few large inserts.
+type Batching interface {
+	// MaxWait is how long a batch may wait to fill once it has a message.
+	MaxWait() time.Duration
 }
 
 // Source says where projections read from.
@@ -32,11 +40,17 @@ func Run(ctx context.Context, src Source, name string, p Projection) error {
 	for _, t := range p.Topics() {
 		topics = append(topics, src.TopicPrefix+t.Name)
 	}
+	var wait time.Duration
+	if b, ok := p.(Batching); ok {
+		wait = b.MaxWait()
+	}
 	return batch.Run(ctx, batch.Config{
-		Brokers: src.Brokers,
-		Group:   src.TopicPrefix + name,
-		Topics:  topics,
-		Sarama:  src.Sarama,
-		Logger:  src.Logger.With("projection", name),
+		Brokers:  src.Brokers,
+		Group:    src.TopicPrefix + name,
+		Topics:   topics,
+		MaxBatch: 5000,
+		MaxWait:  wait,
+		Sarama:   src.Sarama,
+		Logger:   src.Logger.With("projection", name),
 	}, p.Apply)
 }

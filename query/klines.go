@@ -14,11 +14,15 @@ const (
 	KlinesMaxLimit     = 1000
 )
 
-// BarReader reads 1-minute bars (ClickHouse).
+// BarReader reads candles built from the 1-minute bars (ClickHouse aggregates them, so a
+// request for 1000 daily candles reads 1000 rows, not 1.44 million).
 type BarReader interface {
-	// Bars1m returns the bars of symbol with fromMs <= OpenTime <= toMs, oldest first,
-	// at most limit of them (the oldest ones).
-	Bars1m(ctx context.Context, symbol string, fromMs, toMs int64, limit int) ([]Bar, error)
+	// Candles returns the candles of symbol for intervalMs (a whole number of minutes):
+	// one per epoch-aligned bucket holding at least one 1-minute bar, with OpenTime (the
+	// bucket's start) in [fromMs, toMs], oldest first, at most limit (the oldest ones). A
+	// candle's Open is its first bar's open, Close its last bar's close, High and Low the
+	// extremes, Count the sum of the bars' counts.
+	Candles(ctx context.Context, symbol string, intervalMs, fromMs, toMs int64, limit int) ([]Bar, error)
 }
 
 // KlinesQuery asks for candles. StartTime and EndTime are nil when not sent; Limit 0 is the
@@ -74,12 +78,16 @@ func (h KlinesHandler) Handle(ctx context.Context, q KlinesQuery) ([]Kline, erro
 	if last < first {
 		return []Kline{}, nil
 	}
-	span := int64(iv) / minuteMs
-	bars, err := h.bars.Bars1m(ctx, q.Symbol, first, last+int64(iv)-1, int((last-first)/int64(iv)+1)*int(span))
+	candles, err := h.bars.Candles(ctx, q.Symbol, int64(iv), first, last, limit)
 	if err != nil {
-		return nil, fmt.Errorf("read 1m bars of %s: %w", q.Symbol, err)
+		return nil, fmt.Errorf("read %s candles of %s: %w", q.Interval, q.Symbol, err)
 	}
-	return aggregate(bars, iv, spec.Digits, limit), nil
+	out := make([]Kline, 0, len(candles))
+	for _, c := range candles {
+		out = append(out, Kline{c.OpenTime, price(c.Open, spec.Digits), price(c.High, spec.Digits), price(c.Low, spec.Digits),
+			price(c.Close, spec.Digits), c.Count, c.OpenTime + int64(iv) - 1, 0})
+	}
+	return out, nil
 }
 
 // klineWindow returns the open times of the first and last bucket that may be returned.
@@ -99,47 +107,4 @@ func klineWindow(iv Interval, start, end *int64, now int64, limit int) (first, l
 	}
 	last = iv.Floor(e)
 	return last - n, last
-}
-
-// aggregate folds 1-minute bars (oldest first) into buckets of iv.
-func aggregate(bars []Bar, iv Interval, digits int32, limit int) []Kline {
-	out := make([]Kline, 0, min(len(bars), limit))
-	var cur *Bar
-	var curOpen int64
-	flush := func() {
-		if cur != nil {
-			out = append(out, Kline{curOpen, price(cur.Open, digits), price(cur.High, digits), price(cur.Low, digits),
-				price(cur.Close, digits), cur.Count, curOpen + int64(iv) - 1, 0})
-		}
-	}
-	for i := range bars {
-		b := bars[i]
-		open := iv.Floor(b.OpenTime)
-		if cur != nil && open == curOpen {
-			if b.High.Cmp(&cur.High) > 0 {
-				cur.High.Set(&b.High)
-			}
-			if b.Low.Cmp(&cur.Low) < 0 {
-				cur.Low.Set(&b.Low)
-			}
-			cur.Close.Set(&b.Close)
-			cur.Count += b.Count
-			continue
-		}
-		flush()
-		if len(out) == limit {
-			return out
-		}
-		nb := Bar{OpenTime: open, Count: b.Count}
-		nb.Open.Set(&b.Open)
-		nb.High.Set(&b.High)
-		nb.Low.Set(&b.Low)
-		nb.Close.Set(&b.Close)
-		cur, curOpen = &nb, open
-	}
-	flush()
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out
 }

@@ -51,7 +51,17 @@ func startEnv(t testing.TB, quoted ...string) *env {
 	t.Helper()
 	s := apptest.Start(t)
 	e := &env{svc: s}
-	e.digits = s.WaitForSymbols(t, 30*time.Second, quoted...)
+	// Wait for every symbol of the trade server, not only the quoted ones: the reference
+	// topic's partitions are projected independently, so exchangeInfo can briefly list a part.
+	specs, err := s.App.Sim().Symbols(context.Background())
+	if err != nil {
+		t.Fatalf("simulator symbols: %v", err)
+	}
+	all := make([]string, 0, len(specs))
+	for _, y := range specs {
+		all = append(all, y.Name)
+	}
+	e.digits = s.WaitForSymbols(t, 30*time.Second, all...)
 	for _, sym := range quoted {
 		s.WaitForQuote(t, 30*time.Second, sym)
 	}

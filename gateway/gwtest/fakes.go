@@ -188,18 +188,32 @@ func (m *Market) AllDayStats() []query.DayStats {
 	return out
 }
 
-// Bars1m implements query.BarReader.
-func (m *Market) Bars1m(_ context.Context, symbol string, from, to int64, limit int) ([]query.Bar, error) {
+// Candles implements query.BarReader by folding the stored 1-minute bars (oldest first)
+// into epoch-aligned buckets of intervalMs, as the ClickHouse reader does in SQL.
+func (m *Market) Candles(_ context.Context, symbol string, intervalMs, from, to int64, limit int) ([]query.Bar, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	var out []query.Bar
+	out := []query.Bar{}
 	for _, b := range m.bars[symbol] {
-		if b.OpenTime >= from && b.OpenTime <= to {
-			out = append(out, b)
-			if len(out) == limit {
-				break
-			}
+		open := b.OpenTime - b.OpenTime%intervalMs
+		if open < from || open > to {
+			continue
 		}
+		if n := len(out); n > 0 && out[n-1].OpenTime == open {
+			cur := &out[n-1]
+			if b.High.Cmp(&cur.High) > 0 {
+				cur.High = b.High
+			}
+			if b.Low.Cmp(&cur.Low) < 0 {
+				cur.Low = b.Low
+			}
+			cur.Close, cur.Count = b.Close, cur.Count+b.Count
+			continue
+		}
+		if len(out) == limit {
+			break
+		}
+		out = append(out, query.Bar{OpenTime: open, Open: b.Open, High: b.High, Low: b.Low, Close: b.Close, Count: b.Count})
 	}
 	return out, nil
 }
