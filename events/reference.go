@@ -73,8 +73,12 @@ type AccountSnapshot struct {
 	FreeMargin   apd.Decimal `json:"freeMargin"`
 	Profit       apd.Decimal `json:"profit"`
 	MarginLevel  apd.Decimal `json:"marginLevel"`
-	// Time is the server's update time of these figures, Unix ms.
+	// Time is the server's update time of these figures, Unix ms (what clients see as
+	// updateTime); it may stand still while figures change, so it does not order snapshots.
 	Time int64 `json:"time"`
+	// ObservedAt is when the relay read these figures from the trade server, Unix ms: it
+	// orders the snapshots of one account, so a replayed older one never overwrites a newer.
+	ObservedAt int64 `json:"observedAt"`
 }
 
 // EventType implements Event.

@@ -56,7 +56,7 @@ func snapshot(login int64, balance string, at int64) *events.AccountSnapshot {
 	z := dec.MustParse("0")
 	return &events.AccountSnapshot{Login: login, Group: "real\\usd", Currency: "USD", Leverage: 100, Active: true,
 		TradeAllowed: true, Balance: dec.MustParse(balance), Credit: z, Equity: dec.MustParse(balance), Margin: z,
-		FreeMargin: dec.MustParse(balance), Profit: z, MarginLevel: z, Time: at}
+		FreeMargin: dec.MustParse(balance), Profit: z, MarginLevel: z, Time: at, ObservedAt: at}
 }
 
 func TestReferenceProjectionIsIdempotentAndNeverMovesBackwards(t *testing.T) {
@@ -84,6 +84,20 @@ func TestReferenceProjectionIsIdempotentAndNeverMovesBackwards(t *testing.T) {
 	// An older snapshot arriving late (replay overlap) must not win over the newer one.
 	if err := ref.Apply(ctx, msgs(snapshot(1001, "9000.00", 3000), snapshot(1001, "5.00", 2500))); err != nil {
 		t.Fatal(err)
+	}
+	// Regression: the server's update time can stand still (or be older than a first
+	// snapshot's) while the figures change; snapshots are ordered by when they were observed.
+	deposit := snapshot(1002, "10000.00", 5000)
+	if err := ref.Apply(ctx, msgs(deposit)); err != nil {
+		t.Fatal(err)
+	}
+	later := snapshot(1002, "10100.00", 4000)
+	later.ObservedAt = 6000
+	if err := ref.Apply(ctx, msgs(later)); err != nil {
+		t.Fatal(err)
+	}
+	if a, ok, err := reader.Account(ctx, 1002); err != nil || !ok || dec.String(a.Balance) != "10100.00" || a.UpdateTime != 4000 {
+		t.Fatalf("account 1002 = %+v ok=%v err=%v; want the later-observed snapshot", a, ok, err)
 	}
 	reader.Invalidate()
 	got, ok, err := reader.Symbol(ctx, "BTCUSD")

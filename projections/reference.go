@@ -68,16 +68,17 @@ func (r *Reference) Apply(ctx context.Context, msgs []batch.Message) error {
 			touchedSpecs = true
 		case *events.AccountSnapshot:
 			b.Queue(`INSERT INTO rm.accounts (login, grp, currency, leverage, demo, trade_allowed, active, balance, credit,
-				equity, margin, free_margin, profit, margin_level, update_time)
-				VALUES ($1,$2,$3,$4,$5,$6,$7,$8::numeric,$9::numeric,$10::numeric,$11::numeric,$12::numeric,$13::numeric,$14::numeric,$15)
+				equity, margin, free_margin, profit, margin_level, update_time, observed_at)
+				VALUES ($1,$2,$3,$4,$5,$6,$7,$8::numeric,$9::numeric,$10::numeric,$11::numeric,$12::numeric,$13::numeric,$14::numeric,$15,$16)
 				ON CONFLICT (login) DO UPDATE SET grp = EXCLUDED.grp, currency = EXCLUDED.currency, leverage = EXCLUDED.leverage,
 				demo = EXCLUDED.demo, trade_allowed = EXCLUDED.trade_allowed, active = EXCLUDED.active, balance = EXCLUDED.balance,
 				credit = EXCLUDED.credit, equity = EXCLUDED.equity, margin = EXCLUDED.margin, free_margin = EXCLUDED.free_margin,
-				profit = EXCLUDED.profit, margin_level = EXCLUDED.margin_level, update_time = EXCLUDED.update_time
-				WHERE rm.accounts.update_time <= EXCLUDED.update_time`,
+				profit = EXCLUDED.profit, margin_level = EXCLUDED.margin_level, update_time = EXCLUDED.update_time,
+				observed_at = EXCLUDED.observed_at
+				WHERE rm.accounts.observed_at <= EXCLUDED.observed_at`,
 				e.Login, e.Group, e.Currency, e.Leverage, e.Demo, e.TradeAllowed, e.Active,
 				dec.String(e.Balance), dec.String(e.Credit), dec.String(e.Equity), dec.String(e.Margin),
-				dec.String(e.FreeMargin), dec.String(e.Profit), dec.String(e.MarginLevel), e.Time)
+				dec.String(e.FreeMargin), dec.String(e.Profit), dec.String(e.MarginLevel), e.Time, e.ObservedAt)
 		}
 	}
 	if b.Len() == 0 {

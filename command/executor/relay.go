@@ -255,16 +255,12 @@ func (r *Relay) publishAccounts(ctx context.Context) error {
 	}
 	var evs []events.Event
 	changed := map[int64]string{}
+	observed := r.now().UnixMilli()
 	for _, a := range accounts {
 		e := accountEvent(a)
-		t := e.Time
-		e.Time = 0
-		fp := fingerprint(e)
+		fp := fingerprint(e) // ObservedAt is still zero: only the figures count
 		if r.lastAccounts[a.Login] != fp {
-			e.Time = t
-			if e.Time == 0 {
-				e.Time = r.now().UnixMilli()
-			}
+			e.ObservedAt = observed
 			evs = append(evs, e)
 			changed[a.Login] = fp
 		}

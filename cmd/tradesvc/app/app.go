@@ -239,6 +239,17 @@ func (a *App) GatewayAddr(ctx context.Context) (string, error) {
 	}
 }
 
+// SimAddr returns the simulator's network address once it listens (for tests).
+func (a *App) SimAddr(ctx context.Context) (string, error) {
+	select {
+	case addr := <-a.simAddr:
+		a.simAddr <- addr
+		return addr, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
 // Sim returns the embedded simulator, nil when this process does not run it.
 func (a *App) Sim() *sim.Sim { return a.sim }
 

@@ -166,6 +166,8 @@ func (g *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 				"topic", claim.Topic(), "partition", claim.Partition(), "attempt", attempt, "err", err)
 			sleep(ctx, backoff(attempt))
 		}
+		g.cfg.Logger.Debug("batch applied", "group", g.cfg.Group, "topic", claim.Topic(), "partition", claim.Partition(),
+			"messages", len(raw), "events", len(msgs), "lastOffset", raw[len(raw)-1].Offset)
 		sess.MarkMessage(raw[len(raw)-1], "")
 	}
 }

@@ -19,10 +19,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/cmd/tradesvc/app"
 	"tradesvc/gateway/gwclient"
+	"tradesvc/infra/clickhouse"
 	"tradesvc/infra/config"
 	"tradesvc/infra/keys"
 	"tradesvc/infra/testenv"
@@ -44,29 +46,45 @@ type Service struct {
 	poll     Key
 }
 
-// Start builds and runs the service with every role; it stops when the test ends.
-func Start(t testing.TB) *Service {
+// Vars returns the configuration of one test's isolated service: its own topic prefix,
+// Postgres database, ClickHouse database and run directory, and free ports. Several
+// processes of one test (a simulator and an executor, say) share these stores.
+func Vars(t testing.TB) map[string]string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	runDir := t.TempDir()
+	return map[string]string{
+		"TRADESVC_LISTEN":        "127.0.0.1:0",
+		"TRADESVC_SIM_LISTEN":    "127.0.0.1:0",
+		"TRADESVC_RUN_DIR":       t.TempDir(),
+		"TRADESVC_KAFKA_BROKERS": testenv.Kafka(t),
+		"TRADESVC_TOPIC_PREFIX":  testenv.TopicPrefix(t),
+		"TRADESVC_PG_URL":        testenv.PGDatabase(t),
+		"TRADESVC_CH_ADDR":       testenv.CH(t),
+		"TRADESVC_CH_DATABASE":   testenv.CHDatabase(t),
+		"TRADESVC_LOG_LEVEL":     "warn",
+	}
+}
+
+// Process is one running in-process tradesvc.
+type Process struct {
+	App    *app.App
+	Config config.Config
+
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+// Launch builds and runs tradesvc with vars as its environment; it stops at the latest
+// when the test ends.
+func Launch(t testing.TB, vars map[string]string) *Process {
+	t.Helper()
 	fs := flag.NewFlagSet("apptest", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	cfg, err := config.Load(fs, nil, func(k string) string {
-		return map[string]string{
-			"TRADESVC_LISTEN":        "127.0.0.1:0",
-			"TRADESVC_SIM_LISTEN":    "127.0.0.1:0",
-			"TRADESVC_RUN_DIR":       runDir,
-			"TRADESVC_KAFKA_BROKERS": testenv.Kafka(t),
-			"TRADESVC_TOPIC_PREFIX":  testenv.TopicPrefix(t),
-			"TRADESVC_PG_URL":        testenv.PGDatabase(t),
-			"TRADESVC_CH_ADDR":       testenv.CH(t),
-			"TRADESVC_CH_DATABASE":   testenv.CHDatabase(t),
-			"TRADESVC_LOG_LEVEL":     "warn",
-		}[k]
-	})
+	cfg, err := config.Load(fs, nil, func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	startCtx, startCancel := context.WithTimeout(ctx, 60*time.Second)
 	defer startCancel()
 	a, err := app.New(startCtx, cfg, testenv.Logger())
@@ -74,39 +92,57 @@ func Start(t testing.TB) *Service {
 		cancel()
 		t.Fatalf("app.New: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
+	p := &Process{App: a, Config: cfg, cancel: cancel, done: make(chan error, 1)}
+	go func() { p.done <- a.Run(ctx) }()
+	t.Cleanup(func() { p.Stop(t) })
+	return p
+}
+
+// Stop stops the process gracefully (once) and fails the test if it does not stop cleanly.
+func (p *Process) Stop(t testing.TB) {
+	p.once.Do(func() {
+		p.cancel()
 		select {
-		case err := <-done:
+		case err := <-p.done:
 			if err != nil {
 				t.Errorf("service stopped with error: %v", err)
 			}
 		case <-time.After(30 * time.Second):
 			t.Errorf("service did not stop within 30s")
 		}
-		a.Close()
+		p.App.Close()
 	})
-	addr, err := a.GatewayAddr(startCtx)
+}
+
+// Start builds and runs the service with every role; it stops when the test ends.
+func Start(t testing.TB) *Service {
+	t.Helper()
+	return Serve(t, Launch(t, Vars(t)))
+}
+
+// Serve wraps a process that runs the gateway role with HTTPS clients that trust it.
+func Serve(t testing.TB, p *Process) *Service {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	addr, err := p.App.GatewayAddr(ctx)
 	if err != nil {
 		t.Fatalf("gateway did not start: %v", err)
 	}
-	caPEM, err := os.ReadFile(filepath.Join(runDir, "tls", "ca.pem"))
+	caPEM, err := os.ReadFile(filepath.Join(p.Config.RunDir, "tls", "ca.pem"))
 	if err != nil {
 		t.Fatalf("read CA: %v", err)
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
 	tlsCfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	pg, err := pgxpool.New(ctx, cfg.PGURL)
+	pg, err := pgxpool.New(context.Background(), p.Config.PGURL)
 	if err != nil {
 		t.Fatalf("pg pool: %v", err)
 	}
 	t.Cleanup(pg.Close)
-	s := &Service{App: a, Config: cfg, BaseURL: "https://" + addr, TLS: tlsCfg, PG: pg,
+	return &Service{App: p.App, Config: p.Config, BaseURL: "https://" + addr, TLS: tlsCfg, PG: pg,
 		HTTP: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg, MaxIdleConnsPerHost: 64}}}
-	return s
 }
 
 // Eventually polls cond every 50ms until it holds or timeout passes.
@@ -124,6 +160,17 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 // WSURL returns the stream URL for path (for WebSocket clients).
 func (s *Service) WSURL(path string) string {
 	return "wss://" + strings.TrimPrefix(s.BaseURL, "https://") + path
+}
+
+// ClickHouse opens a connection to the service's ClickHouse database (closed with the test).
+func (s *Service) ClickHouse(t testing.TB) driver.Conn {
+	t.Helper()
+	conn, err := clickhouse.Open(context.Background(), clickhouse.Config{Addr: s.Config.CHAddr, Database: s.Config.CHDatabase})
+	if err != nil {
+		t.Fatalf("clickhouse: %v", err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
 
 // Key is an API key issued for a test: the public key and its secret.
