@@ -47,9 +47,12 @@ func (s *Switches) refresh(ctx context.Context) {
 		return
 	}
 	var trading string
-	var lastSeen *time.Time
+	var alive bool
+	// Liveness is judged on the database clock, the one heartbeats are stamped with, so a
+	// gateway whose own clock drifts still agrees with every other gateway.
 	err := s.pool.QueryRow(ctx, `SELECT (SELECT value FROM cmd.switches WHERE name = 'trading'),
-		(SELECT max(seen_at) FROM cmd.executor_heartbeats)`).Scan(&trading, &lastSeen)
+		coalesce((SELECT max(seen_at) > now() - make_interval(secs => $1) FROM cmd.executor_heartbeats), false)`,
+		ExecutorTimeout.Seconds()).Scan(&trading, &alive)
 	if err != nil {
 		// Unknown state: keep the last answer; fail closed for a process that never read it.
 		if s.loadedAt.IsZero() {
@@ -58,7 +61,7 @@ func (s *Switches) refresh(ctx context.Context) {
 		return
 	}
 	s.trading = trading != "off"
-	s.alive = lastSeen != nil && s.now().Sub(*lastSeen) < ExecutorTimeout
+	s.alive = alive
 	s.loadedAt = s.now()
 }
 

@@ -14,7 +14,7 @@ func fingerprint(vs ...any) string {
 	enc := json.NewEncoder(h)
 	for _, v := range vs {
 		if err := enc.Encode(v); err != nil {
-			return fmt.Sprintf("unencodable:%v", err) // never equal to a real fingerprint twice in a row
+			return fmt.Sprintf("unencodable:%v", err) // never equal to a real fingerprint
 		}
 	}
 	return string(h.Sum(nil))

@@ -634,7 +634,8 @@ func TestRelayReferenceDataPublishedOnceAndOnChange(t *testing.T) {
 			t.Errorf("no AccountSnapshot for %d", a.Login)
 			continue
 		}
-		if ev.Group != a.Group || ev.Currency != a.Currency || ev.Leverage != a.Leverage || !ev.Active || ev.Time == 0 {
+		if ev.Group != a.Group || ev.Currency != a.Currency || ev.Leverage != a.Leverage || ev.Demo != a.Demo ||
+			ev.TradeAllowed != a.TradeAllowed || !ev.Active || ev.Time != a.UpdateTime || ev.ObservedAt == 0 {
 			t.Errorf("snapshot %+v does not match account %+v", ev, a)
 		}
 		riDecEq(t, fmt.Sprintf("%d balance", a.Login), ev.Balance, a.Balance)
@@ -667,6 +668,9 @@ func TestRelayReferenceDataPublishedOnceAndOnChange(t *testing.T) {
 		t.Fatalf("after the deposit: %T %+v, want the snapshot of 1004", recs[initial].Event, recs[initial].Event)
 	}
 	riDecEq(t, "1004 balance after deposit", snap.Balance, want.Balance)
+	if first := gotAcc[1004]; first != nil && snap.ObservedAt <= first.ObservedAt {
+		t.Errorf("the new snapshot of 1004 is observed at %d, not after the first (%d)", snap.ObservedAt, first.ObservedAt)
+	}
 }
 
 // Ticks of the simulator (held quotes and generated ones) reach the ticks topic as

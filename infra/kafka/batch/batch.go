@@ -154,7 +154,7 @@ func (g *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 		}
 		timer.Stop()
 		msgs := g.decode(raw)
-		for attempt := 1; ; attempt++ {
+		for attempt := 1; len(msgs) > 0; attempt++ { // a batch of nothing readable only moves the offset
 			err := g.handle(ctx, msgs)
 			if err == nil {
 				break

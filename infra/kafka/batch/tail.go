@@ -39,23 +39,29 @@ func Tail(ctx context.Context, cfg TailConfig, handle func(Message)) error {
 	if err != nil {
 		return fmt.Errorf("batch: tail %s partitions: %w", cfg.Topic, err)
 	}
-	g := &groupHandler{cfg: Config{Logger: nil}}
-	g.cfg.Logger = defaultLogger()
-	var wg sync.WaitGroup
+	g := &groupHandler{cfg: Config{Logger: defaultLogger()}}
+	// Open every partition before following any, so that a failure leaves nothing running.
+	pcs := make([]sarama.PartitionConsumer, 0, len(partitions))
+	closeAll := func() {
+		for _, pc := range pcs {
+			pc.AsyncClose()
+		}
+	}
 	for _, p := range partitions {
-		newest, err := client.GetOffset(cfg.Topic, p, sarama.OffsetNewest)
+		start, err := tailStart(client, cfg, p)
 		if err != nil {
-			return fmt.Errorf("batch: tail %s/%d offset: %w", cfg.Topic, p, err)
+			closeAll()
+			return err
 		}
-		oldest, err := client.GetOffset(cfg.Topic, p, sarama.OffsetOldest)
-		if err != nil {
-			return fmt.Errorf("batch: tail %s/%d offset: %w", cfg.Topic, p, err)
-		}
-		start := max(newest-cfg.Backfill, oldest)
 		pc, err := consumer.ConsumePartition(cfg.Topic, p, start)
 		if err != nil {
+			closeAll()
 			return fmt.Errorf("batch: tail %s/%d: %w", cfg.Topic, p, err)
 		}
+		pcs = append(pcs, pc)
+	}
+	var wg sync.WaitGroup
+	for _, pc := range pcs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -77,4 +83,17 @@ func Tail(ctx context.Context, cfg TailConfig, handle func(Message)) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// tailStart is the offset Backfill messages before the newest of partition p, or its oldest.
+func tailStart(client sarama.Client, cfg TailConfig, p int32) (int64, error) {
+	newest, err := client.GetOffset(cfg.Topic, p, sarama.OffsetNewest)
+	if err != nil {
+		return 0, fmt.Errorf("batch: tail %s/%d offset: %w", cfg.Topic, p, err)
+	}
+	oldest, err := client.GetOffset(cfg.Topic, p, sarama.OffsetOldest)
+	if err != nil {
+		return 0, fmt.Errorf("batch: tail %s/%d offset: %w", cfg.Topic, p, err)
+	}
+	return max(newest-cfg.Backfill, oldest), nil
 }
