@@ -39,6 +39,9 @@ type Config struct {
 	RetiredPaths []string
 	// Logger receives internal errors (default slog.Default()).
 	Logger *slog.Logger
+	// OnRequest, when set, is told of every answered request: method, route pattern
+	// ("unmatched" for a path no route serves), final HTTP status and time taken (metrics).
+	OnRequest func(method, route string, status int, took time.Duration)
 }
 
 // DefaultRetiredPaths are endpoints of earlier drafts, answered -1016 forever.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -63,6 +64,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		CaseSensitive:         true,
 		DisableStartupMessage: true,
 	})
+	if cfg.OnRequest != nil {
+		s.app.Use(s.observe)
+	}
 	s.app.Use(recover.New())
 	for _, p := range cfg.RetiredPaths {
 		s.app.All(p, func(*fiber.Ctx) error { return errRetired })
@@ -108,4 +112,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			return nil
 		}
 	}
+}
+
+// observe reports each request to Config.OnRequest once its final status is known: an error
+// from the chain is rendered here (as the app's error handler would) so the status is final.
+func (s *Server) observe(c *fiber.Ctx) error {
+	start := time.Now()
+	if err := c.Next(); err != nil {
+		if herr := s.app.Config().ErrorHandler(c, err); herr != nil {
+			return herr
+		}
+	}
+	route := c.Route().Path
+	if route == "/" {
+		route = "unmatched" // the middleware's own route: no endpoint serves this path or method
+	}
+	// Fiber's strings view reused request buffers: copy what outlives the request.
+	s.cfg.OnRequest(strings.Clone(c.Method()), strings.Clone(route), c.Response().StatusCode(), time.Since(start))
+	return nil
 }

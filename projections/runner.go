@@ -32,6 +32,8 @@ type Source struct {
 	TopicPrefix string
 	Sarama      *sarama.Config
 	Logger      *slog.Logger
+	// OnBatch, when set, is told of every batch a projection applied or failed (metrics).
+	OnBatch func(projection, topic string, partition int32, events int, lastOffset int64, err error)
 }
 
 // Run consumes for projection p under its stable consumer-group name until ctx ends.
@@ -44,7 +46,14 @@ func Run(ctx context.Context, src Source, name string, p Projection) error {
 	if b, ok := p.(Batching); ok {
 		wait = b.MaxWait()
 	}
+	var onBatch func(string, int32, int, int64, error)
+	if src.OnBatch != nil {
+		onBatch = func(topic string, partition int32, events int, lastOffset int64, err error) {
+			src.OnBatch(name, topic, partition, events, lastOffset, err)
+		}
+	}
 	return batch.Run(ctx, batch.Config{
+		OnBatch:  onBatch,
 		Brokers:  src.Brokers,
 		Group:    src.TopicPrefix + name,
 		Topics:   topics,

@@ -37,6 +37,8 @@ type RelayConfig struct {
 	ReferenceEvery time.Duration
 	// StatsEvery is how often trading-day statistics are polled (default 1s).
 	StatsEvery time.Duration
+	// OnAppended, when set, is told of every batch appended from a feed (metrics).
+	OnAppended func(feed string, n int, lastSeq uint64)
 }
 
 func (c *RelayConfig) defaults() {
@@ -147,6 +149,7 @@ func (r *Relay) relayFacts(ctx context.Context) error {
 			return fmt.Errorf("append %d facts: %w", len(evs), err)
 		}
 		cursor = facts[len(facts)-1].Seq
+		r.appended(CursorFacts, len(evs), cursor)
 		if err := r.cursors.Save(ctx, CursorFacts, cursor); err != nil {
 			return err
 		}
@@ -182,6 +185,7 @@ func (r *Relay) relayTicks(ctx context.Context) error {
 			return fmt.Errorf("append %d ticks: %w", len(evs), err)
 		}
 		cursor = ticks[len(ticks)-1].Seq
+		r.appended(CursorTicks, len(evs), cursor)
 		if err := r.cursors.Save(ctx, CursorTicks, cursor); err != nil {
 			return err
 		}
@@ -314,6 +318,12 @@ func (r *Relay) pollStats(ctx context.Context) error {
 		if !wait(ctx, r.cfg.StatsEvery) {
 			return ctx.Err()
 		}
+	}
+}
+
+func (r *Relay) appended(feed string, n int, lastSeq uint64) {
+	if r.cfg.OnAppended != nil {
+		r.cfg.OnAppended(feed, n, lastSeq)
 	}
 }
 

@@ -51,6 +51,9 @@ type Config struct {
 	MasterKeyFile string
 	// Roles this process runs.
 	Roles []string
+	// MetricsListen is the loopback address of the Prometheus metrics endpoint (/metrics);
+	// empty disables it.
+	MetricsListen string
 	// SimListen is where the simulator serves its network port and admin API.
 	SimListen string
 	// SimAddr is a remote simulator's address for the executor; empty means embedded.
@@ -89,6 +92,7 @@ func (c *Config) settings(raw map[string]*string) []setting {
 		s("master-key", "", "master key encrypting API secrets: 64 hex digits or base64 (default: the master key file)"),
 		s("master-key-file", "", "file with the key that encrypts API secrets (default run-dir/master.key)"),
 		s("roles", strings.Join(AllRoles, ","), "roles to run: gateway,executor,projector,sim"),
+		s("metrics-listen", "127.0.0.1:9464", "address of the Prometheus metrics endpoint /metrics (empty: off)"),
 		s("sim-listen", "127.0.0.1:8444", "address of the simulator's network port and admin API"),
 		s("sim-addr", "", "remote simulator address for the executor (empty: embedded)"),
 		s("sim-seed", "", "simulator seed file (empty: embedded default seed)"),
@@ -129,6 +133,7 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 		c.MasterKeyFile = filepath.Join(c.RunDir, "master.key")
 	}
 	c.Roles = splitList(get("roles"))
+	c.MetricsListen = get("metrics-listen")
 	c.SimListen = get("sim-listen")
 	c.SimAddr = get("sim-addr")
 	c.SimSeed = get("sim-seed")

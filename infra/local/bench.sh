@@ -28,8 +28,8 @@ fi
 mkdir -p "$OUT"
 with_test_services
 
-args=(-run '^$' -bench "$BENCH" -benchmem -count 1)
-[[ -n ${BENCHTIME:-} ]] && args+=(-benchtime "$BENCHTIME")
+args=(-p 1 -run '^$' -bench "$BENCH" -benchmem -count 1) # -p 1: one package at a time, or they share the 2 cores
+args+=(-benchtime "${BENCHTIME:-3s}") # long enough for steady figures
 log "go test ${args[*]} ${pkgs[*]}"
 set +e
 go test "${args[@]}" "${pkgs[@]}" 2>&1 | tee "$LOGF"

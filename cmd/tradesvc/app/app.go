@@ -24,6 +24,7 @@ import (
 	"tradesvc/infra/clickhouse"
 	"tradesvc/infra/config"
 	"tradesvc/infra/kafka"
+	"tradesvc/infra/metrics"
 	"tradesvc/infra/mt5"
 	"tradesvc/infra/mt5/remote"
 	"tradesvc/infra/mt5/sim"
@@ -49,6 +50,8 @@ type App struct {
 	simAddr chan string     // where the simulator's network port listens, once it does
 
 	gatewayAddr chan string
+	metrics     *metrics.Metrics
+	metricsAddr chan string
 	refReader   atomic.Pointer[projections.ReferenceReader] // set when this process runs the gateway
 }
 
@@ -58,7 +61,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &App{cfg: cfg, log: log, now: time.Now, simAddr: make(chan string, 1), gatewayAddr: make(chan string, 1)}
+	a := &App{cfg: cfg, log: log, now: time.Now, simAddr: make(chan string, 1), gatewayAddr: make(chan string, 1),
+		metrics: metrics.New(), metricsAddr: make(chan string, 1)}
 	ok := false
 	defer func() {
 		if !ok {
@@ -179,6 +183,9 @@ func (a *App) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	if a.cfg.MetricsListen != "" {
+		start("metrics", a.runMetrics)
+	}
 	if a.sim != nil {
 		start("sim", a.runSimServer)
 	}
@@ -228,27 +235,48 @@ func (a *App) runSimServer(ctx context.Context) error {
 	return nil
 }
 
-// GatewayAddr returns the gateway's listening address once it listens (for tests).
-func (a *App) GatewayAddr(ctx context.Context) (string, error) {
+// runMetrics serves the Prometheus metrics on MetricsListen (plain HTTP; keep it on loopback
+// or a private network: it is not the public API).
+func (a *App) runMetrics(ctx context.Context) error {
+	ln, err := net.Listen("tcp", a.cfg.MetricsListen)
+	if err != nil {
+		return fmt.Errorf("metrics listen %s: %w", a.cfg.MetricsListen, err)
+	}
+	a.metricsAddr <- ln.Addr().String()
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", a.metrics.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// MetricsAddr returns the metrics endpoint's address once it listens (for tests).
+func (a *App) MetricsAddr(ctx context.Context) (string, error) { return waitAddr(ctx, a.metricsAddr) }
+
+// waitAddr returns the address a listener published on ch, leaving it there for others.
+func waitAddr(ctx context.Context, ch chan string) (string, error) {
 	select {
-	case addr := <-a.gatewayAddr:
-		a.gatewayAddr <- addr
+	case addr := <-ch:
+		ch <- addr
 		return addr, nil
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
 }
 
+// GatewayAddr returns the gateway's listening address once it listens (for tests).
+func (a *App) GatewayAddr(ctx context.Context) (string, error) { return waitAddr(ctx, a.gatewayAddr) }
+
 // SimAddr returns the simulator's network address once it listens (for tests).
-func (a *App) SimAddr(ctx context.Context) (string, error) {
-	select {
-	case addr := <-a.simAddr:
-		a.simAddr <- addr
-		return addr, nil
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-}
+func (a *App) SimAddr(ctx context.Context) (string, error) { return waitAddr(ctx, a.simAddr) }
 
 // Sim returns the embedded simulator, nil when this process does not run it.
 func (a *App) Sim() *sim.Sim { return a.sim }

@@ -41,7 +41,8 @@ func (a *App) runGateway(ctx context.Context) error {
 		return err
 	}
 	market := projections.NewMarket(a.now().UnixMilli())
-	srv, err := gateway.New(gateway.Config{TLS: tlsCfg, Logger: a.log.With("role", "gateway")}, gateway.Deps{
+	srv, err := gateway.New(gateway.Config{TLS: tlsCfg, Logger: a.log.With("role", "gateway"),
+		OnRequest: a.metrics.HTTPRequest}, gateway.Deps{
 		Keys: gatewayKeys{store}, Switches: a.switches, Symbols: ref, Quotes: market, DayStats: market,
 		Bars: bars, Accounts: ref, Server: ref, Clock: a.now,
 	})

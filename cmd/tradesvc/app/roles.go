@@ -26,7 +26,7 @@ func (a *App) runExecutor(ctx context.Context) error {
 	host, _ := os.Hostname()
 	instance := fmt.Sprintf("%s-%d", host, os.Getpid())
 	log := a.log.With("role", "executor")
-	relay, err := executor.NewRelay(executor.RelayConfig{}, a.port,
+	relay, err := executor.NewRelay(executor.RelayConfig{OnAppended: a.metrics.RelayAppended}, a.port,
 		&eventAppender{pub: a.pub, producer: "executor/" + instance, now: a.now}, cursors, log, a.now)
 	if err != nil {
 		return err
@@ -94,7 +94,7 @@ func (a *App) runProjector(ctx context.Context) error {
 
 func (a *App) projectionSource() projections.Source {
 	return projections.Source{Brokers: a.cfg.KafkaBrokers, TopicPrefix: a.cfg.TopicPrefix,
-		Sarama: a.kcfg.ConsumerConfig(), Logger: a.log.With("role", "projector")}
+		Sarama: a.kcfg.ConsumerConfig(), Logger: a.log.With("role", "projector"), OnBatch: a.metrics.ProjectionBatch}
 }
 
 // invalidateReference tells this process's symbol cache that reference data changed.

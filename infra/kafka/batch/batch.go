@@ -49,6 +49,8 @@ type Config struct {
 	Sarama *sarama.Config
 	// Logger receives retry and decode problems.
 	Logger *slog.Logger
+	// OnBatch, when set, is told of every applied batch and every failed attempt (metrics).
+	OnBatch func(topic string, partition int32, events int, lastOffset int64, err error)
 }
 
 // Validate reports every problem at once.
@@ -156,6 +158,9 @@ func (g *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 		msgs := g.decode(raw)
 		for attempt := 1; len(msgs) > 0; attempt++ { // a batch of nothing readable only moves the offset
 			err := g.handle(ctx, msgs)
+			if g.cfg.OnBatch != nil && ctx.Err() == nil {
+				g.cfg.OnBatch(claim.Topic(), claim.Partition(), len(msgs), raw[len(raw)-1].Offset, err)
+			}
 			if err == nil {
 				break
 			}

@@ -52,15 +52,16 @@ type Service struct {
 func Vars(t testing.TB) map[string]string {
 	t.Helper()
 	return map[string]string{
-		"TRADESVC_LISTEN":        "127.0.0.1:0",
-		"TRADESVC_SIM_LISTEN":    "127.0.0.1:0",
-		"TRADESVC_RUN_DIR":       t.TempDir(),
-		"TRADESVC_KAFKA_BROKERS": testenv.Kafka(t),
-		"TRADESVC_TOPIC_PREFIX":  testenv.TopicPrefix(t),
-		"TRADESVC_PG_URL":        testenv.PGDatabase(t),
-		"TRADESVC_CH_ADDR":       testenv.CH(t),
-		"TRADESVC_CH_DATABASE":   testenv.CHDatabase(t),
-		"TRADESVC_LOG_LEVEL":     "warn",
+		"TRADESVC_LISTEN":         "127.0.0.1:0",
+		"TRADESVC_SIM_LISTEN":     "127.0.0.1:0",
+		"TRADESVC_METRICS_LISTEN": "127.0.0.1:0",
+		"TRADESVC_RUN_DIR":        t.TempDir(),
+		"TRADESVC_KAFKA_BROKERS":  testenv.Kafka(t),
+		"TRADESVC_TOPIC_PREFIX":   testenv.TopicPrefix(t),
+		"TRADESVC_PG_URL":         testenv.PGDatabase(t),
+		"TRADESVC_CH_ADDR":        testenv.CH(t),
+		"TRADESVC_CH_DATABASE":    testenv.CHDatabase(t),
+		"TRADESVC_LOG_LEVEL":      "warn",
 	}
 }
 

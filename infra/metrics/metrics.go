@@ -1,0 +1,88 @@
+// Package metrics exposes the service's Prometheus metrics: HTTP requests of the gateway,
+// batches applied by each projection, and what the relay appends from the trade server. The
+// components report through plain hook functions (they import nothing of this package); the
+// composition root connects the hooks to a Metrics value, and the role that serves metrics
+// exposes Handler on a loopback address of its own, never on the public API port.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics holds the collectors of one process.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	httpRequests *prometheus.CounterVec
+	httpDuration *prometheus.HistogramVec
+
+	projBatches  *prometheus.CounterVec
+	projEvents   *prometheus.CounterVec
+	projFailures *prometheus.CounterVec
+	projOffset   *prometheus.GaugeVec
+
+	relayAppended *prometheus.CounterVec
+	relaySeq      *prometheus.GaugeVec
+}
+
+// New registers every collector on a fresh registry (plus the Go runtime and process ones).
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tradesvc_http_requests_total",
+			Help: "REST requests answered, by method, route and HTTP status."}, []string{"method", "route", "status"}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "tradesvc_http_request_duration_seconds",
+			Help:    "Time to answer a REST request, by method and route.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"method", "route"}),
+		projBatches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tradesvc_projection_batches_total",
+			Help: "Batches a projection applied."}, []string{"projection"}),
+		projEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tradesvc_projection_events_total",
+			Help: "Events a projection applied."}, []string{"projection"}),
+		projFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tradesvc_projection_failures_total",
+			Help: "Failed attempts to apply a batch (each is retried)."}, []string{"projection"}),
+		projOffset: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tradesvc_projection_offset",
+			Help: "Offset of the last message a projection applied, per topic partition."}, []string{"projection", "topic", "partition"}),
+		relayAppended: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tradesvc_relay_appended_total",
+			Help: "Records the relay appended to the log from the trade server, by feed."}, []string{"feed"}),
+		relaySeq: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tradesvc_relay_sequence",
+			Help: "Last trade-server feed sequence the relay appended, by feed."}, []string{"feed"}),
+	}
+	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.projBatches, m.projEvents, m.projFailures, m.projOffset,
+		m.relayAppended, m.relaySeq, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// HTTPRequest records one answered REST request. route is the route pattern (never the raw
+// path, which would make a series per URL).
+func (m *Metrics) HTTPRequest(method, route string, status int, took time.Duration) {
+	m.httpRequests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+	m.httpDuration.WithLabelValues(method, route).Observe(took.Seconds())
+}
+
+// ProjectionBatch records one batch a projection applied, or one failed attempt.
+func (m *Metrics) ProjectionBatch(projection, topic string, partition int32, events int, lastOffset int64, err error) {
+	if err != nil {
+		m.projFailures.WithLabelValues(projection).Inc()
+		return
+	}
+	m.projBatches.WithLabelValues(projection).Inc()
+	m.projEvents.WithLabelValues(projection).Add(float64(events))
+	m.projOffset.WithLabelValues(projection, topic, strconv.Itoa(int(partition))).Set(float64(lastOffset))
+}
+
+// RelayAppended records records the relay appended from feed, up to sequence lastSeq.
+func (m *Metrics) RelayAppended(feed string, n int, lastSeq uint64) {
+	m.relayAppended.WithLabelValues(feed).Add(float64(n))
+	m.relaySeq.WithLabelValues(feed).Set(float64(lastSeq))
+}
