@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/command"
-	"tradesvc/infra/postgres"
 	"tradesvc/infra/testenv"
 )
 
@@ -35,15 +34,7 @@ func swPool(t *testing.T) (context.Context, *pgxpool.Pool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	pool, err := postgres.Open(ctx, postgres.Config{URL: testenv.PGDatabase(t), MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := postgres.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	return ctx, pool
+	return ctx, testenv.MigratedPG(t)
 }
 
 func swNew(t *testing.T, pool *pgxpool.Pool, now func() time.Time) *command.Switches {

@@ -5,44 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"tradesvc/events"
 	"tradesvc/events/dec"
-	"tradesvc/infra/clickhouse"
 	"tradesvc/infra/kafka/batch"
-	"tradesvc/infra/postgres"
 	"tradesvc/infra/testenv"
 )
-
-func migratedPG(t *testing.T) *pgxpool.Pool {
-	t.Helper()
-	ctx := context.Background()
-	pool, err := postgres.Open(ctx, postgres.Config{URL: testenv.PGDatabase(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := postgres.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	return pool
-}
-
-func migratedCH(t *testing.T) driver.Conn {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := clickhouse.Open(ctx, clickhouse.Config{Addr: testenv.CH(t), Database: testenv.CHDatabase(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	if err := clickhouse.Migrate(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
-	return conn
-}
 
 func msgs(evs ...events.Event) []batch.Message {
 	out := make([]batch.Message, len(evs))
@@ -61,7 +28,7 @@ func snapshot(login int64, balance string, at int64) *events.AccountSnapshot {
 
 func TestReferenceProjectionIsIdempotentAndNeverMovesBackwards(t *testing.T) {
 	ctx := context.Background()
-	pool := migratedPG(t)
+	pool := testenv.MigratedPG(t)
 	changed := 0
 	ref, err := NewReference(pool, func() { changed++ })
 	if err != nil {
@@ -131,7 +98,7 @@ func tickMsg(seq uint64, bid string, at int64) batch.Message {
 // Regression: a batch whose ticks crossed a minute boundary lost the closed bar's last state.
 func TestOneMinuteBarsAreExactUnderRedeliveryRestartAndReplay(t *testing.T) {
 	ctx := context.Background()
-	conn := migratedCH(t)
+	conn := testenv.MigratedCH(t)
 	h, err := NewMarketHistory(conn)
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +158,7 @@ func TestOneMinuteBarsAreExactUnderRedeliveryRestartAndReplay(t *testing.T) {
 
 func TestDealHistoryCollapsesRedeliveredDeals(t *testing.T) {
 	ctx := context.Background()
-	conn := migratedCH(t)
+	conn := testenv.MigratedCH(t)
 	h, err := NewDealHistory(conn)
 	if err != nil {
 		t.Fatal(err)

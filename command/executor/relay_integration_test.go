@@ -20,7 +20,6 @@ import (
 	"tradesvc/infra/kafka"
 	"tradesvc/infra/mt5"
 	"tradesvc/infra/mt5/sim"
-	"tradesvc/infra/postgres"
 	"tradesvc/infra/testenv"
 )
 
@@ -215,14 +214,7 @@ func riSetup(t *testing.T) *riEnv {
 	t.Cleanup(func() { pub.Close() })
 	e.out = riAppender{pub: pub}
 
-	pool, err := postgres.Open(ctx, postgres.Config{URL: testenv.PGDatabase(t), MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := postgres.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := testenv.MigratedPG(t)
 	if e.cursors, err = executor.NewPGCursors(pool); err != nil {
 		t.Fatal(err)
 	}
@@ -248,25 +240,7 @@ func (e *riEnv) start() (stop func()) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					e.t.Errorf("relay Run: %v", err)
-				}
-			case <-time.After(10 * time.Second):
-				e.t.Fatal("relay did not stop within 10s of cancellation")
-			}
-		})
-	}
-	e.t.Cleanup(stop)
-	return stop
+	return testenv.Background(e.t, e.ctx, 10*time.Second, r.Run)
 }
 
 func (e *riEnv) send(req mt5.TradeRequest) mt5.TradeResult {

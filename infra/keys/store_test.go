@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/infra/keys"
-	"tradesvc/infra/postgres"
 	"tradesvc/infra/testenv"
 )
 
@@ -22,15 +21,7 @@ var credential = regexp.MustCompile(`^[A-Za-z0-9]{64}$`)
 
 func setup(t *testing.T) (*keys.Store, *pgxpool.Pool) {
 	t.Helper()
-	ctx := context.Background()
-	pool, err := postgres.Open(ctx, postgres.Config{URL: testenv.PGDatabase(t), MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := postgres.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	pool := testenv.MigratedPG(t)
 	return newStore(t, pool, randomKey(t)), pool
 }
 

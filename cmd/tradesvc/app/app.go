@@ -216,36 +216,28 @@ func (a *App) runSimServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", a.cfg.SimListen)
-	if err != nil {
-		return fmt.Errorf("simulator listen %s: %w", a.cfg.SimListen, err)
-	}
-	a.simAddr <- ln.Addr().String()
-	srv := &http.Server{Handler: remote.NewServer(remote.ServerConfig{Port: a.sim, Admin: a.sim, Token: token,
-		Logger: a.log.With("role", "sim"), Context: ctx}), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
-		defer cancel()
-		_ = srv.Shutdown(shutdownCtx)
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	handler := remote.NewServer(remote.ServerConfig{Port: a.sim, Admin: a.sim, Token: token,
+		Logger: a.log.With("role", "sim"), Context: ctx})
+	return a.serveHTTP(ctx, "simulator", a.cfg.SimListen, handler, a.simAddr)
 }
 
 // runMetrics serves the Prometheus metrics on MetricsListen (plain HTTP; keep it on loopback
 // or a private network: it is not the public API).
 func (a *App) runMetrics(ctx context.Context) error {
-	ln, err := net.Listen("tcp", a.cfg.MetricsListen)
-	if err != nil {
-		return fmt.Errorf("metrics listen %s: %w", a.cfg.MetricsListen, err)
-	}
-	a.metricsAddr <- ln.Addr().String()
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", a.metrics.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	return a.serveHTTP(ctx, "metrics", a.cfg.MetricsListen, mux, a.metricsAddr)
+}
+
+// serveHTTP serves handler over plain HTTP on addr until ctx ends, then shuts down within the
+// shutdown timeout; the bound address is published on bound (port 0 picks a free one).
+func (a *App) serveHTTP(ctx context.Context, name, addr string, handler http.Handler, bound chan<- string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s listen %s: %w", name, addr, err)
+	}
+	bound <- ln.Addr().String()
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
@@ -253,7 +245,7 @@ func (a *App) runMetrics(ctx context.Context) error {
 		_ = srv.Shutdown(shutdownCtx)
 	}()
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
 }

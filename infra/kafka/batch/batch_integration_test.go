@@ -93,25 +93,7 @@ func (e *btEnv) runConfig(maxBatch int) batch.Config {
 
 // run starts batch.Run; the returned function cancels it and waits until it has returned.
 func (e *btEnv) run(cfg batch.Config, h batch.Handler) (stop func()) {
-	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan error, 1)
-	go func() { done <- batch.Run(ctx, cfg, h) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					e.t.Errorf("batch.Run returned %v on cancellation, want nil", err)
-				}
-			case <-time.After(15 * time.Second):
-				e.t.Fatal("batch.Run did not return within 15s of cancellation")
-			}
-		})
-	}
-	e.t.Cleanup(stop)
-	return stop
+	return testenv.Background(e.t, e.ctx, 15*time.Second, func(ctx context.Context) error { return batch.Run(ctx, cfg, h) })
 }
 
 // projection is an idempotent read side in Postgres: one row per event id, and per key the
