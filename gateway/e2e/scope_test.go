@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"reflect"
 	"testing"
+	"time"
+	"tradesvc/cmd/tradesvc/app/apptest"
 
 	"tradesvc/gateway/gwclient"
 )
@@ -58,6 +60,19 @@ func testScope(t *testing.T, e *env) {
 		decode(t, res, &got)
 		return got
 	}
+	t.Run("a scope change takes effect within seconds", func(t *testing.T) {
+		k := e.svc.CreateKey(t, []int64{1001}, true, nil)
+		kc := e.client(k)
+		wantOK(t, account(t, kc, "1001"))
+		e.svc.ScopeKey(t, k.APIKey, []int64{1002})
+		start := time.Now()
+		apptest.Eventually(t, 5*time.Second, "the new scope at the gateway", func() bool {
+			return account(t, kc, "1001").Status == http.StatusBadRequest
+		})
+		t.Logf("scope change seen after %v", time.Since(start).Round(10*time.Millisecond))
+		wantErr(t, account(t, kc, "1001"), http.StatusBadRequest, -2022)
+		wantOK(t, account(t, kc, "1002"))
+	})
 	t.Run("accounts lists exactly the key's existing logins", func(t *testing.T) {
 		want := []item{{1001, false}, {1002, false}, {1003, true}, {1004, false}, {1005, false}}
 		if got := accounts(t, c); !reflect.DeepEqual(got, want) {

@@ -210,6 +210,17 @@ func (s *Service) RevokeKey(t testing.TB, apiKey string) {
 	}
 }
 
+// ScopeKey replaces a key's logins through the key store (the gateway notices within its
+// key-cache TTL).
+func (s *Service) ScopeKey(t testing.TB, apiKey string, logins []int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.keyStore(t).Scope(ctx, apiKey, logins); err != nil {
+		t.Fatalf("scope key: %v", err)
+	}
+}
+
 // SetKeyLimits overwrites a key's own rate limits in cmd.api_keys (0 = service default).
 func (s *Service) SetKeyLimits(t testing.TB, apiKey string, weightPerMinute, orders10s, orders1m int) {
 	t.Helper()
