@@ -67,7 +67,7 @@ func testGeneral(t *testing.T, e *env) {
 			raw(t, c, http.MethodGet, "/v1/nope", "", "", true),
 			raw(t, c, http.MethodPost, "/v1/ping", "", "", true),
 			raw(t, c, http.MethodGet, "/v1/premiumIndex", "", "", true),
-			raw(t, c, http.MethodPost, "/v1/ping", "", "a="+strings.Repeat("x", 65<<10), true),
+			oversized(t, e, e.main.APIKey),
 		} {
 			if res.Status < 400 {
 				t.Fatalf("status %d, want an error", res.Status)
@@ -76,8 +76,7 @@ func testGeneral(t *testing.T, e *env) {
 		}
 	})
 	t.Run("body too large is 413 -1101", func(t *testing.T) {
-		body := "a=" + strings.Repeat("x", 65<<10)
-		wantErr(t, raw(t, anon, http.MethodGet, "/v1/ping", "", body, false), http.StatusRequestEntityTooLarge, -1101)
+		wantErr(t, oversized(t, e, ""), http.StatusRequestEntityTooLarge, -1101)
 		// The service keeps answering afterwards.
 		wantOK(t, get(t, anon, "/v1/ping", nil))
 	})

@@ -1,9 +1,12 @@
 package e2e_test
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -285,4 +288,35 @@ func (e *env) unlimitedKey(t testing.TB) apptest.Key {
 		Logins: []int64{loginReal1, loginReal2, loginDemo, loginCent, loginNoTrade},
 		Limits: keys.Limits{WeightPerMinute: 1 << 30, Orders10s: 1 << 30, Orders1m: 1 << 30},
 	})
+}
+
+// oversized announces a body over the 64 KiB limit and reads the answer before sending any
+// of it, as a careful client does: the gateway refuses on the announced length at once and
+// closes, so a client still busy writing the body may see a reset instead of the answer.
+func oversized(t testing.TB, e *env, apiKey string) *gwclient.Response {
+	t.Helper()
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(e.svc.BaseURL, "https://"), e.svc.TLS)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	head := "POST /v1/ping HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n" +
+		"Content-Length: " + strconv.Itoa(65<<10+2) + "\r\n"
+	if apiKey != "" {
+		head += "X-SVC-APIKEY: " + apiKey + "\r\n"
+	}
+	if _, err := io.WriteString(conn, head+"\r\n"); err != nil {
+		t.Fatalf("write headers: %v", err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("read answer: %v", err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("read body: %v", err)
+	}
+	return &gwclient.Response{Status: res.StatusCode, Header: res.Header, Body: body}
 }
