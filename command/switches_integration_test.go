@@ -2,7 +2,6 @@ package command_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,24 +10,6 @@ import (
 	"tradesvc/command"
 	"tradesvc/infra/testenv"
 )
-
-// swClock is a settable clock, so the one-second cache is observed without sleeping.
-type swClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *swClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *swClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 func swPool(t *testing.T) (context.Context, *pgxpool.Pool) {
 	t.Helper()
@@ -52,7 +33,7 @@ func swNew(t *testing.T, pool *pgxpool.Pool, now func() time.Time) *command.Swit
 func TestSwitchesTradingOffIsSeenWithinTheCacheSecond(t *testing.T) {
 	ctx, pool := swPool(t)
 	writer := swNew(t, pool, time.Now)
-	clk := &swClock{t: time.Now()}
+	clk := testenv.NewClock(time.Now())
 	reader := swNew(t, pool, clk.Now)
 
 	if !writer.TradingEnabled(ctx) || !reader.TradingEnabled(ctx) {
@@ -104,7 +85,7 @@ func TestSwitchesTradingOffIsSeenWithinTheCacheSecond(t *testing.T) {
 // heartbeat is older than ExecutorTimeout.
 func TestSwitchesExecutorAliveFollowsHeartbeats(t *testing.T) {
 	ctx, pool := swPool(t)
-	clk := &swClock{t: time.Now()}
+	clk := testenv.NewClock(time.Now())
 	s := swNew(t, pool, clk.Now)
 
 	if s.ExecutorAlive(ctx) {

@@ -22,9 +22,6 @@ type Market struct {
 
 	mu      sync.RWMutex
 	symbols map[string]*marketSymbol
-
-	listenersMu sync.RWMutex
-	listeners   []func(events.Event)
 }
 
 type marketSymbol struct {
@@ -42,14 +39,6 @@ type marketSymbol struct {
 // but do not enter the tick buffer.
 func NewMarket(startedAtMs int64) *Market {
 	return &Market{startedAt: startedAtMs, symbols: make(map[string]*marketSymbol)}
-}
-
-// OnEvent registers a listener called after every applied tick or statistics event (the
-// market stream pushers). It must not block.
-func (m *Market) OnEvent(fn func(events.Event)) {
-	m.listenersMu.Lock()
-	m.listeners = append(m.listeners, fn)
-	m.listenersMu.Unlock()
 }
 
 func (m *Market) symbol(name string) *marketSymbol {
@@ -72,9 +61,7 @@ func (m *Market) symbol(name string) *marketSymbol {
 func (m *Market) Handle(msg batch.Message) {
 	switch e := msg.Event.(type) {
 	case *events.TickReceived:
-		if m.applyTick(e) {
-			m.notify(e)
-		}
+		m.applyTick(e)
 	case *events.DayStatsUpdated:
 		st := dayStatsFromEvent(e)
 		s := m.symbol(e.Symbol)
@@ -82,19 +69,18 @@ func (m *Market) Handle(msg batch.Message) {
 			return
 		}
 		s.stats.Store(&st)
-		m.notify(e)
 	}
 }
 
 // applyTick stores the tick unless it was seen before (redelivery, backfill overlap).
-func (m *Market) applyTick(e *events.TickReceived) bool {
+func (m *Market) applyTick(e *events.TickReceived) {
 	s := m.symbol(e.Symbol)
 	q := query.Quote{Symbol: e.Symbol, Bid: e.Bid, Ask: e.Ask, Last: e.Last, Volume: e.Volume,
 		BidDirection: int32(e.BidDirection), AskDirection: int32(e.AskDirection), Time: e.Time}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e.Seq != 0 && e.Seq <= s.lastSeq {
-		return false
+		return
 	}
 	s.lastSeq = e.Seq
 	s.latest.Store(&q)
@@ -104,15 +90,6 @@ func (m *Market) applyTick(e *events.TickReceived) bool {
 		if s.next == 0 {
 			s.full = true
 		}
-	}
-	return true
-}
-
-func (m *Market) notify(e events.Event) {
-	m.listenersMu.RLock()
-	defer m.listenersMu.RUnlock()
-	for _, fn := range m.listeners {
-		fn(e)
 	}
 }
 

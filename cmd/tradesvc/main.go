@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"tradesvc/infra/config"
+	"tradesvc/infra/mt5/remote"
 )
 
 const usage = `usage: tradesvc <command> [flags]
@@ -104,5 +105,5 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if addr == "" {
 		addr = cfg.SimListen
 	}
-	return runSimCommand(ctx, addr, filepath.Join(cfg.RunDir, "sim.token"), args, stdout, stderr)
+	return remote.RunSimCommand(ctx, addr, filepath.Join(cfg.RunDir, "sim.token"), args, stdout, stderr)
 }

@@ -282,29 +282,39 @@ func (r *Relay) publishAccounts(ctx context.Context) error {
 }
 
 func (r *Relay) pollStats(ctx context.Context) error {
+	var names []string
+	var listed time.Time
 	for {
-		symbols, err := r.port.Symbols(ctx)
-		if err != nil {
-			return fmt.Errorf("read symbols: %w", err)
+		// The symbol list changes rarely: re-read it at the reference interval, not each poll.
+		if names == nil || time.Since(listed) >= r.cfg.ReferenceEvery {
+			symbols, err := r.port.Symbols(ctx)
+			if err != nil {
+				return fmt.Errorf("read symbols: %w", err)
+			}
+			names = make([]string, len(symbols))
+			for i, s := range symbols {
+				names[i] = s.Name
+			}
+			listed = time.Now()
 		}
 		var evs []events.Event
 		changed := map[string]string{}
-		for _, s := range symbols {
-			st, err := r.port.DayStats(ctx, s.Name)
+		for _, name := range names {
+			st, err := r.port.DayStats(ctx, name)
 			if errors.Is(err, mt5.ErrNoQuote) {
 				continue
 			}
 			if err != nil {
-				return fmt.Errorf("read day stats of %s: %w", s.Name, err)
+				return fmt.Errorf("read day stats of %s: %w", name, err)
 			}
 			e := dayStatsEvent(st)
 			t := e.Time
 			e.Time = 0
 			fp := fingerprint(e)
-			if r.lastStats[s.Name] != fp {
+			if r.lastStats[name] != fp {
 				e.Time = t
 				evs = append(evs, e)
-				changed[s.Name] = fp
+				changed[name] = fp
 			}
 		}
 		if len(evs) > 0 {

@@ -23,20 +23,9 @@ import (
 	"tradesvc/infra/testenv"
 )
 
-// riClock is a settable simulator clock: the seed's forex sessions are closed at weekends,
-// so the simulator runs on a fixed Tuesday noon (server time) whatever the wall clock says.
-type riClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *riClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
 // riTuesdayNoon is Tuesday 2026-11-17 12:00 server time (UTC+3): every seed session is open.
+// The simulator runs on a clock fixed there, because the seed's forex sessions are closed at
+// weekends and the test must not depend on the wall clock.
 var riTuesdayNoon = time.Date(2026, 11, 17, 9, 0, 0, 0, time.UTC)
 
 // riAppender is the service's appender (cmd/tradesvc/app) in miniature: each event goes into
@@ -219,7 +208,7 @@ func riSetup(t *testing.T) *riEnv {
 		t.Fatal(err)
 	}
 
-	s, err := sim.Open(sim.Config{DataDir: t.TempDir(), Clock: &riClock{t: riTuesdayNoon}, RNGSeed: 11,
+	s, err := sim.Open(sim.Config{DataDir: t.TempDir(), Clock: testenv.NewClock(riTuesdayNoon), RNGSeed: 11,
 		Sync: sim.SyncNone, Logger: testenv.Logger()})
 	if err != nil {
 		t.Fatal(err)
@@ -631,7 +620,7 @@ func TestRelayReferenceDataPublishedOnceAndOnChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs = ref.waitFor(10*time.Second, "snapshot of 1004 after a deposit", func(r []riRecord) bool { return len(r) > initial })
+	ref.waitFor(10*time.Second, "snapshot of 1004 after a deposit", func(r []riRecord) bool { return len(r) > initial })
 	time.Sleep(10 * e.cfg.AccountsEvery)
 	recs = ref.snapshot()
 	if len(recs) != initial+1 {

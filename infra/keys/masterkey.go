@@ -8,8 +8,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
+
+	"tradesvc/infra/secretfile"
 )
 
 // MasterKeySize is the length of the master key: AES-256.
@@ -53,33 +54,14 @@ func LoadOrCreateMasterKey(path string) ([]byte, error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return key, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("keys: create directory of %s: %w", path, err)
-	}
 	fresh := make([]byte, MasterKeySize)
 	if _, err := rand.Read(fresh); err != nil {
 		return nil, fmt.Errorf("keys: generate master key: %w", err)
 	}
-	// Write a private temporary file, then link it into place: link fails if another
-	// process created the key first, and nobody ever reads a half-written key.
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".master-key-*")
-	if err != nil {
+	// Another process may create the key at the same moment: the first one stands, and
+	// every caller reads the file.
+	if _, err := secretfile.CreateExclusive(path, fresh); err != nil {
 		return nil, fmt.Errorf("keys: create master key: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(fresh); err != nil {
-		tmp.Close()
-		return nil, fmt.Errorf("keys: write master key: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return nil, fmt.Errorf("keys: write master key: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, fmt.Errorf("keys: write master key: %w", err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("keys: install master key %s: %w", path, err)
 	}
 	return readMasterKey(path)
 }

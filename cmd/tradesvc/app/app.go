@@ -77,10 +77,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	// A simulator-only process (the trade server in its own process) needs none of the
 	// stores: it keeps its own journal.
 	if cfg.Has(config.RoleGateway) || cfg.Has(config.RoleExecutor) || cfg.Has(config.RoleProjector) {
-		if err := Migrate(ctx, cfg, log); err != nil {
+		if a.pool, err = postgres.Open(ctx, postgres.Config{URL: cfg.PGURL}); err != nil {
 			return nil, err
 		}
-		if a.pool, err = postgres.Open(ctx, postgres.Config{URL: cfg.PGURL}); err != nil {
+		if a.ch, err = clickhouse.Open(ctx, clickhouse.Config{Addr: cfg.CHAddr, Database: cfg.CHDatabase}); err != nil {
+			return nil, err
+		}
+		if err := migrate(ctx, a.pool, a.ch, a.kcfg, log); err != nil {
 			return nil, err
 		}
 		if a.switches, err = command.NewSwitches(a.pool, a.now); err != nil {
@@ -89,11 +92,6 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	}
 	if cfg.Has(config.RoleProjector) {
 		if a.rmPool, err = postgres.Open(ctx, postgres.Config{URL: cfg.PGURL, AsyncCommit: true, MaxConns: 8}); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.Has(config.RoleProjector) || cfg.Has(config.RoleGateway) {
-		if a.ch, err = clickhouse.Open(ctx, clickhouse.Config{Addr: cfg.CHAddr, Database: cfg.CHDatabase}); err != nil {
 			return nil, err
 		}
 	}
@@ -124,25 +122,29 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	return a, nil
 }
 
-// Migrate applies Postgres and ClickHouse migrations and creates the Kafka topics.
+// Migrate applies Postgres and ClickHouse migrations and creates the Kafka topics (the
+// `tradesvc migrate` command; a serving process does the same through its own connections).
 func Migrate(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	pool, err := postgres.Open(ctx, postgres.Config{URL: cfg.PGURL, MaxConns: 2})
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	if err := postgres.Migrate(ctx, pool); err != nil {
-		return fmt.Errorf("postgres migrations: %w", err)
-	}
 	ch, err := clickhouse.Open(ctx, clickhouse.Config{Addr: cfg.CHAddr, Database: cfg.CHDatabase})
 	if err != nil {
 		return err
 	}
 	defer ch.Close()
+	return migrate(ctx, pool, ch, kafka.Config{Brokers: cfg.KafkaBrokers, TopicPrefix: cfg.TopicPrefix}, log)
+}
+
+func migrate(ctx context.Context, pool *pgxpool.Pool, ch driver.Conn, kcfg kafka.Config, log *slog.Logger) error {
+	if err := postgres.Migrate(ctx, pool); err != nil {
+		return fmt.Errorf("postgres migrations: %w", err)
+	}
 	if err := clickhouse.Migrate(ctx, ch); err != nil {
 		return fmt.Errorf("clickhouse migrations: %w", err)
 	}
-	kcfg := kafka.Config{Brokers: cfg.KafkaBrokers, TopicPrefix: cfg.TopicPrefix}
 	if err := kafka.EnsureTopics(ctx, kcfg, events.Topics()); err != nil {
 		return fmt.Errorf("kafka topics: %w", err)
 	}

@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
+
+	"tradesvc/infra/secretfile"
 )
 
 // tokenBytes is the entropy of a generated token (hex-encoded on disk).
@@ -28,37 +29,17 @@ func LoadOrCreateToken(path string) (string, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", fmt.Errorf("remote: token dir: %w", err)
-	}
 	raw := make([]byte, tokenBytes)
 	if _, err := rand.Read(raw); err != nil {
 		return "", fmt.Errorf("remote: token entropy: %w", err)
 	}
 	tok := hex.EncodeToString(raw)
-	// Write to a temporary file and link it into place so that a concurrent reader never
-	// sees a half-written token, and a concurrent creator never overwrites ours.
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".token-*")
+	created, err := secretfile.CreateExclusive(path, []byte(tok+"\n"))
 	if err != nil {
-		return "", fmt.Errorf("remote: token temp file: %w", err)
+		return "", fmt.Errorf("remote: token: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("remote: token chmod: %w", err)
-	}
-	if _, err := tmp.WriteString(tok + "\n"); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("remote: token write: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("remote: token write: %w", err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return ReadToken(path)
-		}
-		return "", fmt.Errorf("remote: token publish: %w", err)
+	if !created {
+		return ReadToken(path) // a concurrent creator won: its token stands
 	}
 	return tok, nil
 }

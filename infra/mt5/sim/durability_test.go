@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+	"tradesvc/infra/testenv"
 
 	"tradesvc/infra/mt5"
 )
@@ -46,7 +47,7 @@ func TestTornJournalTailIsDroppedAtOpen(t *testing.T) {
 }
 
 func TestFsyncedJournalSurvivesRestartWithPendingOrdersStillTriggering(t *testing.T) {
-	clock := &fakeClock{t: tuesdayNoon}
+	clock := testenv.NewClock(tuesdayNoon)
 	dir := t.TempDir()
 	s, err := Open(Config{DataDir: dir, Clock: clock, Sync: SyncBatch})
 	if err != nil {
@@ -92,7 +93,7 @@ func TestReplayedExpiryStillExpires(t *testing.T) {
 }
 
 func TestOldCursorsAreServedFromTheJournalFileBeyondTheWindow(t *testing.T) {
-	s, err := Open(Config{DataDir: t.TempDir(), Clock: &fakeClock{t: tuesdayNoon}, FactWindow: 16, Sync: SyncNone})
+	s, err := Open(Config{DataDir: t.TempDir(), Clock: testenv.NewClock(tuesdayNoon), FactWindow: 16, Sync: SyncNone})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestOldCursorsAreServedFromTheJournalFileBeyondTheWindow(t *testing.T) {
 
 func TestConcurrentSendersShareGroupCommitsAndFactsStayGapless(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(Config{DataDir: dir, Clock: &fakeClock{t: tuesdayNoon}, Sync: SyncBatch})
+	s, err := Open(Config{DataDir: dir, Clock: testenv.NewClock(tuesdayNoon), Sync: SyncBatch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestConcurrentSendersShareGroupCommitsAndFactsStayGapless(t *testing.T) {
 	}
 	want := s.lastSeq
 	s.Close()
-	s, err = Open(Config{DataDir: dir, Clock: &fakeClock{t: tuesdayNoon}, Sync: SyncBatch})
+	s, err = Open(Config{DataDir: dir, Clock: testenv.NewClock(tuesdayNoon), Sync: SyncBatch})
 	if err != nil {
 		t.Fatal(err)
 	}

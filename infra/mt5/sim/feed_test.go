@@ -5,12 +5,13 @@ import (
 	"errors"
 	"testing"
 	"time"
+	"tradesvc/infra/testenv"
 
 	"tradesvc/infra/mt5"
 )
 
 func TestTickRingResumesAtItsOldestTickWhenTheCursorFellBehind(t *testing.T) {
-	s, err := Open(Config{DataDir: t.TempDir(), Clock: &fakeClock{t: tuesdayNoon}, TickBuffer: 64, Sync: SyncNone})
+	s, err := Open(Config{DataDir: t.TempDir(), Clock: testenv.NewClock(tuesdayNoon), TickBuffer: 64, Sync: SyncNone})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestTickRingResumesAtItsOldestTickWhenTheCursorFellBehind(t *testing.T) {
 
 func TestQuoteGeneratorIsDeterministicForASeed(t *testing.T) {
 	run := func() []mt5.Tick {
-		s, err := Open(Config{DataDir: t.TempDir(), Clock: &fakeClock{t: tuesdayNoon}, RNGSeed: 99, Sync: SyncNone})
+		s, err := Open(Config{DataDir: t.TempDir(), Clock: testenv.NewClock(tuesdayNoon), RNGSeed: 99, Sync: SyncNone})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,39 +2,15 @@ package sim
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
+	"tradesvc/infra/testenv"
 
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
 	"tradesvc/infra/mt5"
 )
-
-// fakeClock is a settable clock.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // tuesdayNoon is Tuesday 2026-11-17 12:00 server time (09:00 UTC): every seed session is open.
 var tuesdayNoon = time.Date(2026, 11, 17, 9, 0, 0, 0, time.UTC)
@@ -47,14 +23,14 @@ func serverTime(y int, m time.Month, d, hh, mm int) time.Time {
 type harness struct {
 	t     *testing.T
 	s     *Sim
-	clock *fakeClock
+	clock *testenv.Clock
 	dir   string
 	ctx   context.Context
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	h := &harness{t: t, clock: &fakeClock{t: tuesdayNoon}, dir: t.TempDir(), ctx: context.Background()}
+	h := &harness{t: t, clock: testenv.NewClock(tuesdayNoon), dir: t.TempDir(), ctx: context.Background()}
 	h.open()
 	t.Cleanup(func() { h.s.Close() })
 	return h

@@ -158,11 +158,6 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 	}
 }
 
-// WSURL returns the stream URL for path (for WebSocket clients).
-func (s *Service) WSURL(path string) string {
-	return "wss://" + strings.TrimPrefix(s.BaseURL, "https://") + path
-}
-
 // ClickHouse opens a connection to the service's ClickHouse database (closed with the test).
 func (s *Service) ClickHouse(t testing.TB) driver.Conn {
 	t.Helper()
