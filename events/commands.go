@@ -33,6 +33,11 @@ type Operation struct {
 	ClientOrderID string `json:"clientOrderId"`
 	// Tag is the 7-character correlation tag appended to the platform comment.
 	Tag string `json:"tag"`
+	// Attempt numbers the sends of one operation, from 1. A retry of an operation that the
+	// execution path refused without sending it (REJECTED -1000, the dispatch window passed)
+	// is queued again as the next attempt; every other retry re-appends the same attempt,
+	// which consumers deduplicate on (operationId, attempt).
+	Attempt int `json:"attempt"`
 	// Requester says who asked.
 	Requester Requester `json:"requester"`
 }
@@ -53,12 +58,20 @@ type OrderRequested struct {
 	TimeInForce    string       `json:"timeInForce,omitempty"`
 	Expiration     int64        `json:"expiration,omitempty"`
 	Comment        string       `json:"comment,omitempty"`
+	// QuotedPrice is the price of the quote the gateway validated a MARKET order against
+	// (ask for a buy, bid for a sell); the executor sends it to symbols in REQUEST or INSTANT
+	// execution, where the trade server requotes when the market has moved from it.
+	QuotedPrice *apd.Decimal `json:"quotedPrice,omitempty"`
 }
 
 // OrderModifyRequested changes a pending order (PUT /v1/order).
 type OrderModifyRequested struct {
 	Operation
-	OrderID        int64        `json:"orderId"`
+	OrderID int64 `json:"orderId"`
+	// Symbol, Side and Type are the order's, as the read model knew them (for the response).
+	Symbol         string       `json:"symbol"`
+	Side           string       `json:"side"`
+	Type           string       `json:"type"`
 	Price          *apd.Decimal `json:"price,omitempty"`
 	StopLimitPrice *apd.Decimal `json:"stopLimitPrice,omitempty"`
 	SL             *apd.Decimal `json:"sl,omitempty"`
@@ -71,6 +84,10 @@ type OrderModifyRequested struct {
 type OrderCancelRequested struct {
 	Operation
 	OrderID int64 `json:"orderId"`
+	// Symbol, Side and Type are the order's, as the read model knew them (for the response).
+	Symbol string `json:"symbol"`
+	Side   string `json:"side"`
+	Type   string `json:"type"`
 }
 
 // PositionCloseRequested closes a position fully or partly (DELETE /v1/position, each leg
@@ -78,6 +95,9 @@ type OrderCancelRequested struct {
 type PositionCloseRequested struct {
 	Operation
 	PositionID int64 `json:"positionId"`
+	// Symbol is the position's; Side is the side of the closing deal (opposite the position's).
+	Symbol string `json:"symbol"`
+	Side   string `json:"side"`
 	// Volume is absent for a full close.
 	Volume *apd.Decimal `json:"volume,omitempty"`
 	// SweepID is set when the close is a leg of a close-all sweep.
@@ -87,10 +107,32 @@ type PositionCloseRequested struct {
 // PositionModifyRequested changes a position's SL/TP (PUT /v1/position); zero removes a stop.
 type PositionModifyRequested struct {
 	Operation
-	PositionID int64        `json:"positionId"`
-	SL         *apd.Decimal `json:"sl,omitempty"`
-	TP         *apd.Decimal `json:"tp,omitempty"`
+	PositionID int64 `json:"positionId"`
+	// Symbol and Side are the position's (Side is its direction).
+	Symbol string       `json:"symbol"`
+	Side   string       `json:"side"`
+	SL     *apd.Decimal `json:"sl,omitempty"`
+	TP     *apd.Decimal `json:"tp,omitempty"`
 }
+
+// SweepRequested is DELETE /v1/allOpenPositions: the snapshot of the login's open positions
+// when the sweep was asked for, and the close operation queued for each (appended in the
+// same batch as the legs' PositionCloseRequested events).
+type SweepRequested struct {
+	Operation
+	Legs []SweepLeg `json:"legs"`
+}
+
+// SweepLeg is one position of a sweep's snapshot and the operation that closes it.
+type SweepLeg struct {
+	PositionID    int64  `json:"positionId"`
+	OperationID   string `json:"operationId"`
+	ClientOrderID string `json:"clientOrderId"`
+	Tag           string `json:"tag"`
+}
+
+// EventType implements Event.
+func (*SweepRequested) EventType() string { return "SweepRequested_v1" }
 
 // EventType implements Event.
 func (*OrderRequested) EventType() string { return "OrderRequested_v1" }
@@ -116,4 +158,7 @@ func init() {
 	register(func() Event { return &OrderCancelRequested{} })
 	register(func() Event { return &PositionCloseRequested{} })
 	register(func() Event { return &PositionModifyRequested{} })
+	register(func() Event { return &SweepRequested{} })
 }
+
+func (o *Operation) operationID() string { return o.OperationID }

@@ -120,3 +120,17 @@ func Types() []string {
 	}
 	return out
 }
+
+// CorrelationOf is the operation id an event belongs to, the envelope's correlation id: set
+// for command and execution events, empty for trade-server facts and market data.
+func CorrelationOf(e Event) string {
+	switch x := e.(type) {
+	case interface{ operationID() string }:
+		return x.operationID()
+	case *ExecutionSent:
+		return x.OperationID
+	case *ExecutionOutcome:
+		return x.OperationID
+	}
+	return ""
+}

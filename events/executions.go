@@ -32,7 +32,17 @@ type ExecutionOutcome struct {
 	OperationID string `json:"operationId"`
 	Login       int64  `json:"login"`
 	Tag         string `json:"tag"`
-	Status      string `json:"status"`
+	// Attempt is the attempt this outcome belongs to (see Operation.Attempt).
+	Attempt int `json:"attempt"`
+	// Status is what the operation reached. When Unanswered is set it is the operation's
+	// queued status and says nothing new: the trade server gave no in-band answer and no
+	// evidence was found by tag, so the status is left to the trade server's facts.
+	Status string `json:"status"`
+	// Unanswered: the request reached the trade server, which did not answer in band.
+	Unanswered bool `json:"unanswered,omitempty"`
+	// Reconciled: the outcome was derived from the trade server's orders, deals or
+	// positions (after a crash or a send without an answer), not from an in-band answer.
+	Reconciled bool `json:"reconciled,omitempty"`
 	// Code is the service error code for a refusal (negative), 0 on success.
 	Code int `json:"code,omitempty"`
 	// Retcode is the trade server's return code when it answered.

@@ -15,6 +15,8 @@ type TickReceived struct {
 	AskDirection int         `json:"askDirection"`
 	// Time is the tick time, Unix ms.
 	Time int64 `json:"time"`
+	// Held marks a quote an operator set and holds: it counts as fresh until a newer tick.
+	Held bool `json:"held,omitempty"`
 }
 
 // DayStatsUpdated carries the trade server's statistics of the current trading day of a

@@ -76,7 +76,7 @@ func (m *Market) Handle(msg batch.Message) {
 func (m *Market) applyTick(e *events.TickReceived) {
 	s := m.symbol(e.Symbol)
 	q := query.Quote{Symbol: e.Symbol, Bid: e.Bid, Ask: e.Ask, Last: e.Last, Volume: e.Volume,
-		BidDirection: int32(e.BidDirection), AskDirection: int32(e.AskDirection), Time: e.Time}
+		BidDirection: int32(e.BidDirection), AskDirection: int32(e.AskDirection), Time: e.Time, Held: e.Held}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e.Seq != 0 && e.Seq <= s.lastSeq {

@@ -74,6 +74,8 @@ type Quote struct {
 	AskDirection int32
 	// Time is the tick time, Unix ms.
 	Time int64
+	// Held: an operator set and holds this quote; it is fresh until a newer tick.
+	Held bool
 }
 
 // DayStats are the trade server's statistics of the current trading day for one symbol.

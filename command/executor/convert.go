@@ -61,7 +61,7 @@ func accountEvent(a mt5.Account) *events.AccountSnapshot {
 
 func tickEvent(t mt5.Tick) *events.TickReceived {
 	return &events.TickReceived{Seq: t.Seq, Symbol: t.Symbol, Bid: t.Bid, Ask: t.Ask, Last: t.Last,
-		Volume: t.Volume, BidDirection: t.BidDirection, AskDirection: t.AskDirection, Time: t.Time}
+		Volume: t.Volume, BidDirection: t.BidDirection, AskDirection: t.AskDirection, Time: t.Time, Held: t.Held}
 }
 
 func dayStatsEvent(d mt5.DayStats) *events.DayStatsUpdated {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/command/executor"
@@ -27,32 +26,6 @@ import (
 // The simulator runs on a clock fixed there, because the seed's forex sessions are closed at
 // weekends and the test must not depend on the wall clock.
 var riTuesdayNoon = time.Date(2026, 11, 17, 9, 0, 0, 0, time.UTC)
-
-// riAppender is the service's appender (cmd/tradesvc/app) in miniature: each event goes into
-// an envelope (the message value) keyed by its partition key; a call is one batch. Package
-// app imports executor, so it cannot be used from here.
-type riAppender struct{ pub *kafka.Publisher }
-
-func (a riAppender) Append(ctx context.Context, topic events.Topic, evs ...events.Event) error {
-	if len(evs) == 0 {
-		return nil
-	}
-	msgs := make([]*message.Message, len(evs))
-	for i, e := range evs {
-		env, err := events.Wrap(e, time.Now(), "", "", "relay-test")
-		if err != nil {
-			return err
-		}
-		raw, err := env.Marshal()
-		if err != nil {
-			return err
-		}
-		msg := message.NewMessage(env.ID, raw)
-		msg.SetContext(ctx)
-		msgs[i] = kafka.WithKey(msg, env.Key)
-	}
-	return a.pub.PublishBatch(topic.Name, msgs...)
-}
 
 // riRecord is one message read back from a topic.
 type riRecord struct {
@@ -182,7 +155,7 @@ type riEnv struct {
 	sim     *sim.Sim
 	kcfg    kafka.Config
 	brokers []string
-	out     riAppender
+	out     *kafka.Appender
 	cursors *executor.PGCursors
 	cfg     executor.RelayConfig
 }
@@ -201,7 +174,9 @@ func riSetup(t *testing.T) *riEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pub.Close() })
-	e.out = riAppender{pub: pub}
+	if e.out, err = kafka.NewAppender(pub, "relay-test", time.Now); err != nil {
+		t.Fatal(err)
+	}
 
 	pool := testenv.MigratedPG(t)
 	if e.cursors, err = executor.NewPGCursors(pool); err != nil {

@@ -210,6 +210,9 @@ type Tick struct {
 	BidDirection int // -1 or +1
 	AskDirection int
 	Time         int64
+	// Held marks a quote an operator set and holds (the simulator's `sim quote`): it stays
+	// the symbol's quote, and counts as fresh, until the feed resumes.
+	Held bool `json:",omitempty"`
 }
 
 // DayStats are the statistics of the server's trading day for one symbol.

@@ -9,6 +9,7 @@ import (
 
 	"tradesvc/command/executor"
 	"tradesvc/events"
+	"tradesvc/infra/kafka"
 	"tradesvc/infra/kafka/batch"
 	"tradesvc/projections"
 )
@@ -26,8 +27,12 @@ func (a *App) runExecutor(ctx context.Context) error {
 	host, _ := os.Hostname()
 	instance := fmt.Sprintf("%s-%d", host, os.Getpid())
 	log := a.log.With("role", "executor")
+	appender, err := kafka.NewAppender(a.pub, "executor/"+instance, a.now)
+	if err != nil {
+		return err
+	}
 	relay, err := executor.NewRelay(executor.RelayConfig{OnAppended: a.metrics.RelayAppended}, a.port,
-		&eventAppender{pub: a.pub, producer: "executor/" + instance, now: a.now}, cursors, log, a.now)
+		appender, cursors, log, a.now)
 	if err != nil {
 		return err
 	}

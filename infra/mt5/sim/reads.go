@@ -242,7 +242,7 @@ func (s *Sim) Quote(ctx context.Context, symbol string) (mt5.Tick, error) {
 		return mt5.Tick{}, mt5.ErrNoQuote
 	}
 	return mt5.Tick{Seq: y.lastSeq, Symbol: symbol, Bid: y.bid, Ask: y.ask, Last: y.bid, Volume: 0,
-		BidDirection: y.bidDir, AskDirection: y.askDir, Time: y.tickTime}, nil
+		BidDirection: y.bidDir, AskDirection: y.askDir, Time: y.tickTime, Held: y.held}, nil
 }
 
 // DayStats implements mt5.TradeServer.

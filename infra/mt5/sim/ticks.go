@@ -110,7 +110,7 @@ func (s *Sim) applyTickLocked(y *symbol, bid, ask apd.Decimal, volume int64, pro
 	bk, _ := toPoints(y, bid)
 	ak, _ := toPoints(y, ask)
 	now := s.nowMs()
-	t := mt5.Tick{Symbol: y.spec.Name, Bid: bid, Ask: ask, Last: bid, Volume: volume, Time: now}
+	t := mt5.Tick{Symbol: y.spec.Name, Bid: bid, Ask: ask, Last: bid, Volume: volume, Time: now, Held: y.held}
 	var prevBD, prevAD int
 	if y.hasQuote {
 		prevBD, prevAD = y.lastDirs()

@@ -1,0 +1,79 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"tradesvc/events"
+)
+
+// Appender appends catalogue events to the log: each event is wrapped in an envelope (the
+// message value) keyed by its partition key, and the events of one call travel in one
+// acknowledged batch, acknowledged by every in-sync replica before Append returns. It is what
+// the command handlers and the executor write with, and what tests use to append events.
+type Appender struct {
+	pub      *Publisher
+	producer string
+	now      func() time.Time
+}
+
+// NewAppender builds an appender that stamps envelopes with producer (component and
+// instance, e.g. "executor/host-42") and the time from now.
+func NewAppender(pub *Publisher, producer string, now func() time.Time) (*Appender, error) {
+	if pub == nil || now == nil {
+		return nil, errors.New("kafka: appender needs a publisher and a clock")
+	}
+	return &Appender{pub: pub, producer: producer, now: now}, nil
+}
+
+// Wrap puts evs in envelopes stamped now, with the operation they belong to as correlation
+// id (events.CorrelationOf). Callers that must store what they append (to re-append the very
+// same envelopes later) wrap first and call AppendEnvelopes.
+func (a *Appender) Wrap(evs ...events.Event) ([]events.Envelope, error) {
+	now := a.now()
+	out := make([]events.Envelope, len(evs))
+	for i, e := range evs {
+		env, err := events.Wrap(e, now, events.CorrelationOf(e), "", a.producer)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = env
+	}
+	return out, nil
+}
+
+// Append wraps evs and appends them to topic in one batch.
+func (a *Appender) Append(ctx context.Context, topic events.Topic, evs ...events.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	envs, err := a.Wrap(evs...)
+	if err != nil {
+		return err
+	}
+	return a.AppendEnvelopes(ctx, topic, envs...)
+}
+
+// AppendEnvelopes appends already wrapped events to topic in one batch. On error some of
+// them may have been written: consumers deduplicate, so appending the same envelopes again
+// is the way to finish the job.
+func (a *Appender) AppendEnvelopes(ctx context.Context, topic events.Topic, envs ...events.Envelope) error {
+	if len(envs) == 0 {
+		return nil
+	}
+	msgs := make([]*message.Message, len(envs))
+	for i, env := range envs {
+		raw, err := env.Marshal()
+		if err != nil {
+			return fmt.Errorf("encode envelope %s: %w", env.Type, err)
+		}
+		msg := message.NewMessage(env.ID, raw)
+		msg.SetContext(ctx)
+		msgs[i] = WithKey(msg, env.Key)
+	}
+	return a.pub.PublishBatch(topic.Name, msgs...)
+}
