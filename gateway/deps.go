@@ -51,16 +51,13 @@ type Switches interface {
 	ExecutorAlive(ctx context.Context) bool
 }
 
-// Deps are the gateway's collaborators. All are required except Clock (time.Now).
+// Deps are what the request pipeline itself needs (the application's handlers come
+// separately). All are required except Clock (time.Now).
 type Deps struct {
 	Keys     KeyStore
 	Switches Switches
-	Symbols  query.SymbolReader
-	Quotes   query.QuoteReader
-	DayStats query.DayStatsReader
-	Bars     query.BarReader
+	// Accounts is read by the pipeline of trading endpoints (RequireAccount).
 	Accounts query.AccountReader
-	Server   query.ServerInfo
 	// Clock is the server clock (serverTime, recvWindow checks, rate windows).
 	Clock func() time.Time
 }
@@ -75,11 +72,6 @@ func (d Deps) Validate() error {
 	}
 	check(d.Keys != nil, "Keys")
 	check(d.Switches != nil, "Switches")
-	check(d.Symbols != nil, "Symbols")
-	check(d.Quotes != nil, "Quotes")
-	check(d.DayStats != nil, "DayStats")
-	check(d.Bars != nil, "Bars")
 	check(d.Accounts != nil, "Accounts")
-	check(d.Server != nil, "Server")
 	return errors.Join(errs...)
 }

@@ -106,7 +106,7 @@ type HandlerFunc func(c *fiber.Ctx, r *Request) error
 // Handle registers an endpoint. Call it before Serve. Trading endpoints use it with
 // SecTrade, an Orders function, AccountScoped and RequireAccount.
 func (s *Server) Handle(ep Endpoint, h HandlerFunc) {
-	s.app.Add(ep.Method, ep.Path, s.pipeline(ep, h))
+	s.fiber.Add(ep.Method, ep.Path, s.pipeline(ep, h))
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}

@@ -229,19 +229,19 @@ func TestKeyCacheHonoursRevocationWithinTTL(t *testing.T) {
 
 func TestConfigValidation(t *testing.T) {
 	e := gwtest.NewEnv()
-	if _, err := gateway.New(gateway.Config{}, e.Deps()); err == nil {
+	if _, err := gateway.New(gateway.Config{}, e.Deps(), e.App(t)); err == nil {
 		t.Fatal("missing TLS accepted")
 	}
 	tcfg, _, err := gwtest.SelfSignedTLS()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gateway.New(gateway.Config{TLS: tcfg, KeyCacheTTL: 3 * time.Second}, e.Deps()); err == nil {
+	if _, err := gateway.New(gateway.Config{TLS: tcfg, KeyCacheTTL: 3 * time.Second}, e.Deps(), e.App(t)); err == nil {
 		t.Fatal("KeyCacheTTL 3s accepted")
 	}
 	d := e.Deps()
 	d.Accounts = nil
-	if _, err := gateway.New(gateway.Config{TLS: tcfg}, d); err == nil {
+	if _, err := gateway.New(gateway.Config{TLS: tcfg}, d, e.App(t)); err == nil {
 		t.Fatal("missing dependency accepted")
 	}
 }

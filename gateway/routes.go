@@ -1,43 +1,14 @@
 package gateway
 
 import (
-	"errors"
 	"strconv"
-
-	"tradesvc/query"
 )
 
-// readHandlers are the query handlers behind the read endpoints.
-type readHandlers struct {
-	exchangeInfo query.ExchangeInfoHandler
-	price        query.TickerPriceHandler
-	book         query.BookTickerHandler
-	day          query.Ticker24hrHandler
-	klines       query.KlinesHandler
-	ticks        query.TicksHandler
-	account      query.AccountHandler
-	accounts     query.AccountsHandler
-}
-
-// registerReads builds the query handlers and registers every read endpoint.
-func (s *Server) registerReads() error {
-	var h readHandlers
-	var errs [8]error
-	h.exchangeInfo, errs[0] = query.NewExchangeInfoHandler(s.deps.Symbols, s.deps.Server)
-	h.price, errs[1] = query.NewTickerPriceHandler(s.deps.Quotes, s.deps.Symbols)
-	h.book, errs[2] = query.NewBookTickerHandler(s.deps.Quotes, s.deps.Symbols)
-	h.day, errs[3] = query.NewTicker24hrHandler(s.deps.DayStats, s.deps.Symbols)
-	h.klines, errs[4] = query.NewKlinesHandler(s.deps.Bars, s.deps.Symbols)
-	h.ticks, errs[5] = query.NewTicksHandler(s.deps.Quotes, s.deps.Symbols)
-	h.account, errs[6] = query.NewAccountHandler(s.deps.Accounts)
-	h.accounts, errs[7] = query.NewAccountsHandler(s.deps.Accounts)
-	if err := errors.Join(errs[:]...); err != nil {
-		return err
-	}
-	s.registerGeneral(h)
-	s.registerMarket(h)
-	s.registerAccount(h)
-	return nil
+// registerReads registers every read endpoint on the application's query handlers.
+func (s *Server) registerReads() {
+	s.registerGeneral(s.app.Queries)
+	s.registerMarket(s.app.Queries)
+	s.registerAccount(s.app.Queries)
 }
 
 // weightBySymbol is the weight of the ticker endpoints: one value with symbol, another without.

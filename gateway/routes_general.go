@@ -10,7 +10,7 @@ import (
 )
 
 // registerGeneral registers ping, time and exchangeInfo (security NONE).
-func (s *Server) registerGeneral(h readHandlers) {
+func (s *Server) registerGeneral(h query.Handlers) {
 	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/ping", Security: SecNone}, func(c *fiber.Ctx, _ *Request) error {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 		return c.SendString("{}")
@@ -30,7 +30,7 @@ func (s *Server) registerGeneral(h readHandlers) {
 			if r.auth != nil {
 				lim = r.auth.limits.Or(s.cfg.Limits)
 			}
-			res, err := h.exchangeInfo.Handle(c.UserContext(), query.ExchangeInfoQuery{
+			res, err := h.ExchangeInfo.Handle(c.UserContext(), query.ExchangeInfoQuery{
 				Symbols: names, Now: r.Now.UnixMilli(),
 				RateLimits: []query.RateLimit{
 					{RateLimitType: "REQUEST_WEIGHT", Interval: "MINUTE", IntervalNum: 1, Limit: lim.WeightPerMinute},

@@ -7,11 +7,11 @@ import (
 )
 
 // registerMarket registers the MARKET_DATA endpoints.
-func (s *Server) registerMarket(h readHandlers) {
+func (s *Server) registerMarket(h query.Handlers) {
 	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/ticker/price", Security: SecMarketData, Weight: weightBySymbol(1, 2)},
 		func(c *fiber.Ctx, r *Request) error {
 			sym := r.Params.Optional("symbol")
-			res, err := h.price.Handle(c.UserContext(), query.TickerPrice{Symbol: sym})
+			res, err := h.TickerPrice.Handle(c.UserContext(), query.TickerPrice{Symbol: sym})
 			if err != nil {
 				return err
 			}
@@ -23,7 +23,7 @@ func (s *Server) registerMarket(h readHandlers) {
 	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/ticker/bookTicker", Security: SecMarketData, Weight: weightBySymbol(1, 2)},
 		func(c *fiber.Ctx, r *Request) error {
 			sym := r.Params.Optional("symbol")
-			res, err := h.book.Handle(c.UserContext(), query.BookTickerQuery{Symbol: sym})
+			res, err := h.BookTicker.Handle(c.UserContext(), query.BookTickerQuery{Symbol: sym})
 			if err != nil {
 				return err
 			}
@@ -35,7 +35,7 @@ func (s *Server) registerMarket(h readHandlers) {
 	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/ticker/24hr", Security: SecMarketData, Weight: weightBySymbol(1, 20)},
 		func(c *fiber.Ctx, r *Request) error {
 			sym := r.Params.Optional("symbol")
-			res, err := h.day.Handle(c.UserContext(), query.Ticker24hrQuery{Symbol: sym})
+			res, err := h.Ticker24hr.Handle(c.UserContext(), query.Ticker24hrQuery{Symbol: sym})
 			if err != nil {
 				return err
 			}
@@ -50,7 +50,7 @@ func (s *Server) registerMarket(h readHandlers) {
 			if err != nil {
 				return err
 			}
-			res, err := h.klines.Handle(c.UserContext(), q)
+			res, err := h.Klines.Handle(c.UserContext(), q)
 			if err != nil {
 				return err
 			}
@@ -66,7 +66,7 @@ func (s *Server) registerMarket(h readHandlers) {
 			if err != nil {
 				return err
 			}
-			res, err := h.ticks.Handle(c.UserContext(), query.TicksQuery{Symbol: sym, Limit: limit})
+			res, err := h.Ticks.Handle(c.UserContext(), query.TicksQuery{Symbol: sym, Limit: limit})
 			if err != nil {
 				return err
 			}

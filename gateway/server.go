@@ -24,7 +24,8 @@ import (
 type Server struct {
 	cfg      Config
 	deps     Deps
-	app      *fiber.App
+	app      Application
+	fiber    *fiber.App
 	log      *slog.Logger
 	clock    func() time.Time
 	keys     *keyCache
@@ -32,8 +33,8 @@ type Server struct {
 	switches Switches
 }
 
-// New builds the gateway and registers the read endpoints.
-func New(cfg Config, deps Deps) (*Server, error) {
+// New builds the gateway and registers every endpoint on the application's handlers.
+func New(cfg Config, deps Deps, app Application) (*Server, error) {
 	cfg = cfg.WithDefaults()
 	if err := errors.Join(cfg.Validate(), deps.Validate()); err != nil {
 		return nil, err
@@ -46,10 +47,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("gateway: rate limiter: %w", err)
 	}
 	s := &Server{
-		cfg: cfg, deps: deps, log: cfg.Logger, clock: deps.Clock, limiter: lim, switches: deps.Switches,
+		cfg: cfg, deps: deps, app: app, log: cfg.Logger, clock: deps.Clock, limiter: lim, switches: deps.Switches,
 		keys: &keyCache{store: deps.Keys, ttl: cfg.KeyCacheTTL, now: deps.Clock},
 	}
-	s.app = fiber.New(fiber.Config{
+	s.fiber = fiber.New(fiber.Config{
 		ErrorHandler: func(c *fiber.Ctx, err error) error {
 			// Requests that never reach an endpoint's pipeline (unknown path or method,
 			// retired path, oversized body) still report the key's usage when keyed.
@@ -65,15 +66,13 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		DisableStartupMessage: true,
 	})
 	if cfg.OnRequest != nil {
-		s.app.Use(s.observe)
+		s.fiber.Use(s.observe)
 	}
-	s.app.Use(recover.New())
+	s.fiber.Use(recover.New())
 	for _, p := range cfg.RetiredPaths {
-		s.app.All(p, func(*fiber.Ctx) error { return errRetired })
+		s.fiber.All(p, func(*fiber.Ctx) error { return errRetired })
 	}
-	if err := s.registerReads(); err != nil {
-		return nil, err
-	}
+	s.registerReads()
 	return s, nil
 }
 
@@ -81,7 +80,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 func (s *Server) Limits() ratelimit.Limits { return s.cfg.Limits }
 
 // App exposes the Fiber app for in-process tests (app.Test); production serves with Serve.
-func (s *Server) App() *fiber.App { return s.app }
+func (s *Server) App() *fiber.App { return s.fiber }
 
 // Serve serves HTTPS on ln until ctx is cancelled, then shuts down gracefully. Plain HTTP
 // on the port is answered 400 (-1020) and closed; a client that sends nothing is dropped
@@ -94,7 +93,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	tln := tls.NewListener(&plainHTTPRefuser{Listener: ln, timeout: s.cfg.ReadTimeout}, tcfg)
 	errc := make(chan error, 1)
-	go func() { errc <- s.app.Listener(tln) }()
+	go func() { errc <- s.fiber.Listener(tln) }()
 
 	sweep := time.NewTicker(10 * time.Second)
 	defer sweep.Stop()
@@ -105,7 +104,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		case err := <-errc:
 			return err
 		case <-ctx.Done():
-			if err := s.app.ShutdownWithTimeout(10 * time.Second); err != nil {
+			if err := s.fiber.ShutdownWithTimeout(10 * time.Second); err != nil {
 				return fmt.Errorf("gateway: shutdown: %w", err)
 			}
 			<-errc
@@ -119,7 +118,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) observe(c *fiber.Ctx) error {
 	start := time.Now()
 	if err := c.Next(); err != nil {
-		if herr := s.app.Config().ErrorHandler(c, err); herr != nil {
+		if herr := s.fiber.Config().ErrorHandler(c, err); herr != nil {
 			return herr
 		}
 	}

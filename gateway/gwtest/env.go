@@ -75,10 +75,20 @@ func NewEnv() *Env {
 	return e
 }
 
-// Deps returns the fakes as gateway dependencies.
+// Deps returns the fakes as the gateway pipeline's dependencies.
 func (e *Env) Deps() gateway.Deps {
-	return gateway.Deps{Keys: e.Keys, Switches: e.Switches, Symbols: e.Market, Quotes: e.Market, DayStats: e.Market,
-		Bars: e.Market, Accounts: e.Accounts, Server: e.Market, Clock: e.Clock.Now}
+	return gateway.Deps{Keys: e.Keys, Switches: e.Switches, Accounts: e.Accounts, Clock: e.Clock.Now}
+}
+
+// App returns the application (query handlers over the fakes) the gateway serves.
+func (e *Env) App(tb testing.TB) gateway.Application {
+	tb.Helper()
+	q, err := query.NewHandlers(query.Readers{Symbols: e.Market, Quotes: e.Market, DayStats: e.Market,
+		Bars: e.Market, Accounts: e.Accounts, Server: e.Market})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return gateway.Application{Queries: q}
 }
 
 // Build creates the gateway (without serving) so a test can register endpoints first.
@@ -91,7 +101,7 @@ func (e *Env) Build(tb testing.TB, cfg gateway.Config) *gateway.Server {
 		}
 		cfg.TLS, e.CA = tcfg, ca
 	}
-	srv, err := gateway.New(cfg, e.Deps())
+	srv, err := gateway.New(cfg, e.Deps(), e.App(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"tradesvc/infra/keys"
 	tlsx "tradesvc/infra/tls"
 	"tradesvc/projections"
+	"tradesvc/query"
 )
 
 // runGateway serves the REST API over TLS from the projections: reference data and accounts
@@ -41,11 +42,15 @@ func (a *App) runGateway(ctx context.Context) error {
 		return err
 	}
 	market := projections.NewMarket(a.now().UnixMilli())
+	queries, err := query.NewHandlers(query.Readers{Symbols: ref, Quotes: market, DayStats: market, Bars: bars,
+		Accounts: ref, Server: ref})
+	if err != nil {
+		return err
+	}
 	srv, err := gateway.New(gateway.Config{TLS: tlsCfg, Logger: a.log.With("role", "gateway"),
-		OnRequest: a.metrics.HTTPRequest}, gateway.Deps{
-		Keys: gatewayKeys{store}, Switches: a.switches, Symbols: ref, Quotes: market, DayStats: market,
-		Bars: bars, Accounts: ref, Server: ref, Clock: a.now,
-	})
+		OnRequest: a.metrics.HTTPRequest},
+		gateway.Deps{Keys: gatewayKeys{store}, Switches: a.switches, Accounts: ref, Clock: a.now},
+		gateway.Application{Queries: queries})
 	if err != nil {
 		return err
 	}
