@@ -44,6 +44,8 @@ type Config struct {
 	// MaxBatch caps a batch (default 500).
 	MaxBatch int
 	// MaxWait is how long a batch may wait to fill once it has a message (default 50ms).
+	// NoWait (a negative MaxWait) makes a batch of whatever is already buffered, for
+	// consumers on the latency path of an order (the executor, the trading projection).
 	MaxWait time.Duration
 	// Sarama is the base client configuration (version, client id); required.
 	Sarama *sarama.Config
@@ -71,6 +73,9 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// NoWait is the MaxWait of a consumer that never waits for a batch to fill.
+const NoWait time.Duration = -1
+
 // Run consumes until ctx ends. It returns nil on cancellation.
 func Run(ctx context.Context, cfg Config, handle Handler) error {
 	if err := cfg.Validate(); err != nil {
@@ -79,7 +84,7 @@ func Run(ctx context.Context, cfg Config, handle Handler) error {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 500
 	}
-	if cfg.MaxWait <= 0 {
+	if cfg.MaxWait == 0 {
 		cfg.MaxWait = 50 * time.Millisecond
 	}
 	if cfg.Logger == nil {
@@ -138,23 +143,10 @@ func (g *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 			}
 			raw = append(raw, m)
 		}
-		timer := time.NewTimer(g.cfg.MaxWait)
-	fill:
-		for len(raw) < g.cfg.MaxBatch {
-			select {
-			case m, ok := <-in:
-				if !ok {
-					break fill
-				}
-				raw = append(raw, m)
-			case <-timer.C:
-				break fill
-			case <-ctx.Done():
-				timer.Stop()
-				return nil
-			}
+		var ok bool
+		if raw, ok = g.fill(ctx, in, raw); !ok {
+			return nil
 		}
-		timer.Stop()
 		msgs := g.decode(raw)
 		for attempt := 1; len(msgs) > 0; attempt++ { // a batch of nothing readable only moves the offset
 			err := g.handle(ctx, msgs)
@@ -175,6 +167,41 @@ func (g *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 			"messages", len(raw), "events", len(msgs), "lastOffset", raw[len(raw)-1].Offset)
 		sess.MarkMessage(raw[len(raw)-1], "")
 	}
+}
+
+// fill adds to raw what the batch may still take: what is already buffered (NoWait), or
+// what arrives within MaxWait. ok is false when ctx ended meanwhile.
+func (g *groupHandler) fill(ctx context.Context, in <-chan *sarama.ConsumerMessage, raw []*sarama.ConsumerMessage) ([]*sarama.ConsumerMessage, bool) {
+	if g.cfg.MaxWait < 0 {
+		for len(raw) < g.cfg.MaxBatch {
+			select {
+			case m, ok := <-in:
+				if !ok {
+					return raw, true
+				}
+				raw = append(raw, m)
+			default:
+				return raw, true
+			}
+		}
+		return raw, true
+	}
+	timer := time.NewTimer(g.cfg.MaxWait)
+	defer timer.Stop()
+	for len(raw) < g.cfg.MaxBatch {
+		select {
+		case m, ok := <-in:
+			if !ok {
+				return raw, true
+			}
+			raw = append(raw, m)
+		case <-timer.C:
+			return raw, true
+		case <-ctx.Done():
+			return raw, false
+		}
+	}
+	return raw, true
 }
 
 func (g *groupHandler) decode(raw []*sarama.ConsumerMessage) []Message {
