@@ -62,11 +62,13 @@ type AccountState struct {
 
 // FaultState is the injected fault: Mode is one of sim's fault modes (none, no-answer,
 // timeout, requote, disconnect, refuse, latency, shortfalls); LatencyMs is added before
-// every Send; Retcode is the refusal code of mode refuse.
+// every Send; AnswerDelayMs holds the answer of every executed request that long; Retcode
+// is the refusal code of mode refuse.
 type FaultState struct {
-	Mode      string `json:"mode"`
-	LatencyMs int64  `json:"latencyMs"`
-	Retcode   int    `json:"retcode,omitempty"`
+	Mode          string `json:"mode"`
+	LatencyMs     int64  `json:"latencyMs"`
+	AnswerDelayMs int64  `json:"answerDelayMs"`
+	Retcode       int    `json:"retcode,omitempty"`
 }
 
 // LoginsResult lists the trade server's logins.

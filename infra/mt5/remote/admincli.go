@@ -33,9 +33,10 @@ commands:
   deposit --login L --amount X           balance deal (negative X: withdrawal)
   account --login L [--trade-allowed=true|false]
                                          set (or show) the account's trading flag
-  fault   --mode M [--latency D] [--retcode N]
+  fault   --mode M [--latency D] [--answer-delay D] [--retcode N]
           M: none|no-answer|timeout|requote|disconnect|shortfalls|refuse|latency
-          (--retcode goes with refuse; --latency, e.g. 200ms, is added to every send)
+          (--retcode goes with refuse; --latency, e.g. 200ms, is added to every send;
+          --answer-delay, e.g. 3s, holds the answer of every executed send)
   logins                                 the trade server's logins
   state                                  the injected fault and the logins
 `
@@ -237,6 +238,7 @@ var faultModes = []string{"none", "no-answer", "timeout", "requote", "disconnect
 func faultCmd(fs *flag.FlagSet) func(context.Context, *AdminClient) (any, error) {
 	mode := fs.String("mode", "", strings.Join(faultModes, "|")+" (required)")
 	latency := fs.Duration("latency", 0, "delay added before every send, e.g. 200ms")
+	answerDelay := fs.Duration("answer-delay", 0, "delay between executing a send and answering it, e.g. 3s")
 	retcode := fs.Int("retcode", 0, "refusal return code for --mode refuse (10004..10046)")
 	return func(ctx context.Context, a *AdminClient) (any, error) {
 		known := false
@@ -252,13 +254,20 @@ func faultCmd(fs *flag.FlagSet) func(context.Context, *AdminClient) (any, error)
 		if *latency%time.Millisecond != 0 {
 			return nil, usagef("--latency has whole milliseconds only, got %v", *latency)
 		}
+		if *answerDelay < 0 {
+			return nil, usagef("--answer-delay must not be negative")
+		}
+		if *answerDelay%time.Millisecond != 0 {
+			return nil, usagef("--answer-delay has whole milliseconds only, got %v", *answerDelay)
+		}
 		if *mode == "refuse" && *retcode == 0 {
 			return nil, usagef("--mode refuse needs --retcode N")
 		}
 		if *mode != "refuse" && *retcode != 0 {
 			return nil, usagef("--retcode goes with --mode refuse only")
 		}
-		st, err := a.SetFault(ctx, FaultState{Mode: *mode, LatencyMs: latency.Milliseconds(), Retcode: *retcode})
+		st, err := a.SetFault(ctx, FaultState{Mode: *mode, LatencyMs: latency.Milliseconds(),
+			AnswerDelayMs: answerDelay.Milliseconds(), Retcode: *retcode})
 		return &st, err
 	}
 }

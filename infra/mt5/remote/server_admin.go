@@ -71,8 +71,11 @@ func (s *server) routeAdmin() {
 		if req.LatencyMs < 0 {
 			return nil, fmt.Errorf("%w: latencyMs must not be negative", ErrBadRequest)
 		}
+		if req.AnswerDelayMs < 0 {
+			return nil, fmt.Errorf("%w: answerDelayMs must not be negative", ErrBadRequest)
+		}
 		f := sim.Fault{Mode: sim.FaultMode(req.Mode), Retcode: mt5.Retcode(req.Retcode),
-			Latency: time.Duration(req.LatencyMs) * time.Millisecond}
+			Latency: time.Duration(req.LatencyMs) * time.Millisecond, AnswerDelay: time.Duration(req.AnswerDelayMs) * time.Millisecond}
 		if err := a.SetFault(f); err != nil {
 			return nil, adminErr(err)
 		}
@@ -131,7 +134,8 @@ func accountState(a *mt5.Account) AccountState {
 }
 
 func faultState(f sim.Fault) FaultState {
-	return FaultState{Mode: string(f.Mode), LatencyMs: f.Latency.Milliseconds(), Retcode: int(f.Retcode)}
+	return FaultState{Mode: string(f.Mode), LatencyMs: f.Latency.Milliseconds(), AnswerDelayMs: f.AnswerDelay.Milliseconds(),
+		Retcode: int(f.Retcode)}
 }
 
 func loginsOf(ctx context.Context, p mt5.TradeServer) ([]int64, error) {

@@ -158,6 +158,9 @@ func (s *Sim) SetFault(f Fault) error {
 	if f.Latency < 0 {
 		return errors.New("sim: latency must not be negative")
 	}
+	if f.AnswerDelay < 0 {
+		return errors.New("sim: answer delay must not be negative")
+	}
 	if f.Mode == "" {
 		f.Mode = FaultNone
 	}

@@ -21,7 +21,8 @@ const (
 	FaultLatency    FaultMode = "latency"    // only the added delay
 	// FaultShortfalls reproduces the spec's known shortfalls of the staging server: no
 	// in-band answer to any request (Send returns ErrNoAnswer after executing), refusals
-	// are silent, removal of pending orders is not applied, and deal history reads are empty.
+	// are silent, removal of pending orders is not applied, deal history reads are empty,
+	// and orders cannot be looked up by tag (OrdersByTag is empty; DealsByTag works).
 	FaultShortfalls FaultMode = "shortfalls"
 )
 
@@ -30,6 +31,11 @@ type Fault struct {
 	Mode    FaultMode
 	Retcode mt5.Retcode // FaultRefuse
 	Latency time.Duration
+	// AnswerDelay holds the answer of every request that executes (whatever the mode) for
+	// this long after the execution is durable: a caller whose context ends meanwhile gets
+	// ctx.Err() although the request executed. Tests use it to stop an executor between
+	// "sent" and the outcome.
+	AnswerDelay time.Duration
 }
 
 // Send implements mt5.TradeServer.
@@ -66,6 +72,15 @@ func (s *Sim) Send(ctx context.Context, req mt5.TradeRequest) (mt5.TradeResult, 
 	res := s.execLocked(&req)
 	if err := s.commitAndWait(ctx); err != nil {
 		return mt5.TradeResult{}, err
+	}
+	if f.AnswerDelay > 0 {
+		t := time.NewTimer(f.AnswerDelay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return mt5.TradeResult{}, ctx.Err()
+		}
 	}
 	if f.Mode == FaultNoAnswer || f.Mode == FaultShortfalls {
 		return mt5.TradeResult{}, mt5.ErrNoAnswer
