@@ -1,4 +1,54 @@
 package command
 
+import (
+	"errors"
+	"time"
+)
+
 // Handlers are every command handler of the service (the Commands half of the application).
-type Handlers struct{}
+type Handlers struct {
+	PlaceOrder     PlaceOrderHandler
+	ModifyOrder    ModifyOrderHandler
+	CancelOrder    CancelOrderHandler
+	ClosePosition  ClosePositionHandler
+	ModifyPosition ModifyPositionHandler
+	CloseAll       CloseAllHandler
+	BatchOrders    BatchOrdersHandler
+}
+
+// Deps are what the command handlers need: their own idempotency records, the log, and the
+// read models they validate against.
+type Deps struct {
+	Records    *Records
+	Log        Appender
+	Operations OperationReader
+	Orders     OrderReader
+	Positions  PositionReader
+	Accounts   AccountReader
+	Symbols    SymbolReader
+	Quotes     QuoteReader
+	// QuoteMaxAge bounds the age of a quote used for price checks (default 30 s).
+	QuoteMaxAge time.Duration
+	Now         func() time.Time
+}
+
+// NewHandlers builds every command handler; it reports every missing dependency at once.
+func NewHandlers(d Deps) (Handlers, error) {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	v, err := NewValidator(d.Symbols, d.Quotes, d.QuoteMaxAge)
+	if err != nil {
+		return Handlers{}, err
+	}
+	var h Handlers
+	var errs [7]error
+	h.PlaceOrder, errs[0] = NewPlaceOrderHandler(d.Records, d.Log, d.Operations, v, d.Now)
+	h.ModifyOrder, errs[1] = NewModifyOrderHandler(d.Records, d.Log, d.Operations, v, d.Orders, d.Now)
+	h.CancelOrder, errs[2] = NewCancelOrderHandler(d.Records, d.Log, d.Operations, v, d.Orders, d.Now)
+	h.ClosePosition, errs[3] = NewClosePositionHandler(d.Records, d.Log, d.Operations, v, d.Positions, d.Now)
+	h.ModifyPosition, errs[4] = NewModifyPositionHandler(d.Records, d.Log, d.Operations, v, d.Positions, d.Now)
+	h.CloseAll, errs[5] = NewCloseAllHandler(d.Records, d.Log, d.Operations, v, d.Positions, d.Now)
+	h.BatchOrders, errs[6] = NewBatchOrdersHandler(d.Records, d.Log, d.Operations, v, d.Accounts, d.Now)
+	return h, errors.Join(errs[:]...)
+}

@@ -162,3 +162,7 @@ func init() {
 }
 
 func (o *Operation) operationID() string { return o.OperationID }
+
+// OperationHeader gives every command event's Operation header to code that reads or
+// re-stamps it (a retry's next attempt).
+func (o *Operation) OperationHeader() *Operation { return o }

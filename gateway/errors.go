@@ -7,14 +7,19 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"tradesvc/command"
 	"tradesvc/events"
 )
 
-// envelope is the error body of every failed response.
+// envelope is the error body of every failed response. An operation that was recorded and
+// then rejected also carries its status, clientOrderId and login.
 type envelope struct {
-	Code       events.Code `json:"code"`
-	Msg        string      `json:"msg"`
-	MT5RetCode int         `json:"mt5RetCode,omitempty"`
+	Code          events.Code `json:"code"`
+	Msg           string      `json:"msg"`
+	MT5RetCode    int         `json:"mt5RetCode,omitempty"`
+	Status        string      `json:"status,omitempty"`
+	ClientOrderID string      `json:"clientOrderId,omitempty"`
+	Login         int64       `json:"login,omitempty"`
 }
 
 // statusError is a rejection answered with an HTTP status other than its code's own
@@ -31,22 +36,40 @@ func (e *statusError) Error() string { return "http " + strconv.Itoa(e.status) +
 // writeError renders err as the error envelope with the right status. It is the single place
 // where errors become HTTP: rejections carry their code, unexpected errors become -1001.
 func writeError(c *fiber.Ctx, log *slog.Logger, err error) error {
+	var se *statusError
+	if errors.As(err, &se) && se.retry > 0 {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(se.retry))
+	}
+	status, env := errorStatus(err)
+	if status == fiber.StatusInternalServerError {
+		log.Error("gateway: internal error", "method", c.Method(), "path", c.Path(), "err", err)
+	}
+	return send(c, status, env)
+}
+
+// errorEnvelope is the body err renders as (a batch slot holds it without a status).
+func errorEnvelope(err error) envelope {
+	_, env := errorStatus(err)
+	return env
+}
+
+func errorStatus(err error) (int, envelope) {
 	var rej *events.Rejection
+	var op *command.RejectedOperation
 	var se *statusError
 	var fe *fiber.Error
 	switch {
+	case errors.As(err, &op):
+		return op.HTTPStatus(), envelope{Code: op.Code, Msg: op.Msg, MT5RetCode: op.Retcode, Status: op.Status,
+			ClientOrderID: op.ClientOrderID, Login: op.Login}
 	case errors.As(err, &rej):
-		return send(c, rej.Code.HTTPStatus(), envelope{Code: rej.Code, Msg: rej.Msg, MT5RetCode: rej.Retcode})
+		return rej.Code.HTTPStatus(), envelope{Code: rej.Code, Msg: rej.Msg, MT5RetCode: rej.Retcode}
 	case errors.As(err, &se):
-		if se.retry > 0 {
-			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(se.retry))
-		}
-		return send(c, se.status, envelope{Code: se.code, Msg: se.msg})
+		return se.status, envelope{Code: se.code, Msg: se.msg}
 	case errors.As(err, &fe):
-		return send(c, fe.Code, fiberEnvelope(fe))
+		return fe.Code, fiberEnvelope(fe)
 	}
-	log.Error("gateway: internal error", "method", c.Method(), "path", c.Path(), "err", err)
-	return send(c, fiber.StatusInternalServerError, envelope{Code: events.CodeInternal, Msg: "Internal error; unable to process your request. Please try again."})
+	return fiber.StatusInternalServerError, envelope{Code: events.CodeInternal, Msg: "Internal error; unable to process your request. Please try again."}
 }
 
 // fiberEnvelope maps errors raised by Fiber itself (routing, body size, malformed HTTP).

@@ -186,3 +186,20 @@ func TestItemCount(t *testing.T) {
 		t.Fatal("non-arrays must count 0")
 	}
 }
+
+// TestWithoutSignature: the command log keeps the parameters without the signature.
+func TestWithoutSignature(t *testing.T) {
+	for in, want := range map[string]string{
+		"a=1&timestamp=2&signature=abc":       "a=1&timestamp=2",
+		"signature=abc&a=1":                   "a=1",
+		"a=1&signature=abc&b=2":               "a=1&b=2",
+		"a=1&b=2":                             "a=1&b=2",
+		"a=1&mysignature=x&timestamp=1":       "a=1&mysignature=x&timestamp=1",
+		"a=1&timestampsignature=abcdef0123&b": "a=1&timestampsignature=abcdef0123&b",
+		"mysignature=x&signature=abc":         "mysignature=x",
+	} {
+		if got := withoutSignature(in); got != want {
+			t.Errorf("withoutSignature(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

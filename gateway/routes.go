@@ -9,6 +9,7 @@ func (s *Server) registerReads() {
 	s.registerGeneral(s.app.Queries)
 	s.registerMarket(s.app.Queries)
 	s.registerAccount(s.app.Queries)
+	s.registerTrade()
 }
 
 // weightBySymbol is the weight of the ticker endpoints: one value with symbol, another without.

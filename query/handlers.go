@@ -11,6 +11,9 @@ type Readers struct {
 	Bars     BarReader
 	Accounts AccountReader
 	Server   ServerInfo
+	// Operations and OperationChanges serve the waits of the trading endpoints.
+	Operations       OperationReader
+	OperationChanges OperationWatcher
 }
 
 // Handlers are every query handler of the service (the Queries half of the application).
@@ -23,12 +26,13 @@ type Handlers struct {
 	Ticks        TicksHandler
 	Account      AccountHandler
 	Accounts     AccountsHandler
+	Operation    OperationAwaiter
 }
 
 // NewHandlers builds every query handler over r; it reports every missing reader at once.
 func NewHandlers(r Readers) (Handlers, error) {
 	var h Handlers
-	var errs [8]error
+	var errs [9]error
 	h.ExchangeInfo, errs[0] = NewExchangeInfoHandler(r.Symbols, r.Server)
 	h.TickerPrice, errs[1] = NewTickerPriceHandler(r.Quotes, r.Symbols)
 	h.BookTicker, errs[2] = NewBookTickerHandler(r.Quotes, r.Symbols)
@@ -37,5 +41,8 @@ func NewHandlers(r Readers) (Handlers, error) {
 	h.Ticks, errs[5] = NewTicksHandler(r.Quotes, r.Symbols)
 	h.Account, errs[6] = NewAccountHandler(r.Accounts)
 	h.Accounts, errs[7] = NewAccountsHandler(r.Accounts)
+	if r.Operations != nil || r.OperationChanges != nil { // TODO(lead): required once the trading readers are wired
+		h.Operation, errs[8] = NewOperationAwaiter(r.Operations, r.OperationChanges)
+	}
 	return h, errors.Join(errs[:]...)
 }

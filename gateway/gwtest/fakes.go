@@ -345,3 +345,15 @@ func XAUUSD() query.SymbolSpec {
 	s.CurrencyBase, s.CurrencyMargin = "XAU", "XAU"
 	return s
 }
+
+// Operations is an empty operations read model with a watcher that never fires: the fake
+// gateway serves no trading.
+type Operations struct{}
+
+// Operation implements query.OperationReader.
+func (Operations) Operation(context.Context, string) (query.Operation, bool, error) {
+	return query.Operation{}, false, nil
+}
+
+// WatchOperation implements query.OperationWatcher.
+func (Operations) WatchOperation(string) (<-chan struct{}, func()) { return make(chan struct{}), func() {} }

@@ -1,0 +1,170 @@
+package command
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"tradesvc/events"
+)
+
+// Record is an idempotency record (cmd.idempotency): what the first request under a client
+// order id started, so that a retry can be answered from it and finish its work.
+type Record struct {
+	APIKeyID      int64
+	ClientOrderID string
+	Kind          string
+	Login         int64
+	OperationID   string
+	Tag           string
+	Attempt       int
+	// Envelopes are the command events of the current attempt, exactly as appended (or as
+	// the append was attempted): a retry re-appends them unchanged.
+	Envelopes []events.Envelope
+	// Response is kind-specific data the answer needs (the snapshot of a sweep).
+	Response json.RawMessage
+}
+
+// Records stores idempotency records in Postgres with synchronous commit: an acknowledged
+// request whose record were lost could run twice.
+type Records struct{ pool *pgxpool.Pool }
+
+// NewRecords builds the store.
+func NewRecords(pool *pgxpool.Pool) (*Records, error) {
+	if pool == nil {
+		return nil, errors.New("command: idempotency records need a pool")
+	}
+	return &Records{pool: pool}, nil
+}
+
+// Get returns the record of (apiKeyID, clientOrderID); ok is false when there is none.
+func (s *Records) Get(ctx context.Context, apiKeyID int64, clientOrderID string) (Record, bool, error) {
+	rows, err := s.pool.Query(ctx, `SELECT api_key_id, client_order_id, operation, login, operation_id, tag, attempt,
+		command, response FROM cmd.idempotency WHERE api_key_id = $1 AND client_order_id = $2`, apiKeyID, clientOrderID)
+	if err != nil {
+		return Record{}, false, fmt.Errorf("read idempotency record: %w", err)
+	}
+	recs, err := scanRecords(rows)
+	if err != nil || len(recs) == 0 {
+		return Record{}, false, err
+	}
+	return recs[0], true, nil
+}
+
+// GetMany returns the records of apiKeyID among clientOrderIDs, by client order id.
+func (s *Records) GetMany(ctx context.Context, apiKeyID int64, clientOrderIDs []string) (map[string]Record, error) {
+	rows, err := s.pool.Query(ctx, `SELECT api_key_id, client_order_id, operation, login, operation_id, tag, attempt,
+		command, response FROM cmd.idempotency WHERE api_key_id = $1 AND client_order_id = ANY($2)`, apiKeyID, clientOrderIDs)
+	if err != nil {
+		return nil, fmt.Errorf("read idempotency records: %w", err)
+	}
+	recs, err := scanRecords(rows)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Record, len(recs))
+	for _, r := range recs {
+		out[r.ClientOrderID] = r
+	}
+	return out, nil
+}
+
+func scanRecords(rows pgx.Rows) ([]Record, error) {
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		var r Record
+		var opID, tag *string
+		var cmd, resp []byte
+		if err := rows.Scan(&r.APIKeyID, &r.ClientOrderID, &r.Kind, &r.Login, &opID, &tag, &r.Attempt, &cmd, &resp); err != nil {
+			return nil, fmt.Errorf("scan idempotency record: %w", err)
+		}
+		if opID != nil {
+			r.OperationID = *opID
+		}
+		if tag != nil {
+			r.Tag = *tag
+		}
+		if len(cmd) > 0 {
+			if err := json.Unmarshal(cmd, &r.Envelopes); err != nil {
+				return nil, fmt.Errorf("decode stored command of %s: %w", r.ClientOrderID, err)
+			}
+		}
+		r.Response = resp
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read idempotency records: %w", err)
+	}
+	return out, nil
+}
+
+// Insert stores the records that do not exist yet, in one statement, and returns the client
+// order ids it inserted; the others already had a record (a retry, or a concurrent request
+// under the same id, which the caller answers from the stored record).
+func (s *Records) Insert(ctx context.Context, recs []Record) (map[string]bool, error) {
+	if len(recs) == 0 {
+		return map[string]bool{}, nil
+	}
+	keys := make([]int64, len(recs))
+	ids, kinds, ops, tags, hashes := make([]string, len(recs)), make([]string, len(recs)), make([]string, len(recs)),
+		make([]string, len(recs)), make([][]byte, len(recs))
+	logins, attempts := make([]int64, len(recs)), make([]int32, len(recs))
+	cmds, resps := make([]string, len(recs)), make([]*string, len(recs))
+	for i, r := range recs {
+		cmd, err := json.Marshal(r.Envelopes)
+		if err != nil {
+			return nil, fmt.Errorf("encode command of %s: %w", r.ClientOrderID, err)
+		}
+		h := sha256.Sum256(cmd)
+		keys[i], ids[i], kinds[i], logins[i], ops[i], tags[i] = r.APIKeyID, r.ClientOrderID, r.Kind, r.Login, r.OperationID, r.Tag
+		attempts[i], hashes[i], cmds[i] = int32(max(r.Attempt, 1)), h[:], string(cmd)
+		if len(r.Response) > 0 {
+			s := string(r.Response)
+			resps[i] = &s
+		}
+	}
+	rows, err := s.pool.Query(ctx, `INSERT INTO cmd.idempotency (api_key_id, client_order_id, operation, login, operation_id, tag,
+			attempt, request_hash, command, response, status)
+		SELECT k, c, o, l, op, t, a, h, cmd::jsonb, r::jsonb, 'QUEUED'
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::int[], $8::bytea[],
+			$9::text[], $10::text[]) AS x(k, c, o, l, op, t, a, h, cmd, r)
+		ON CONFLICT (api_key_id, client_order_id) DO NOTHING
+		RETURNING client_order_id`, keys, ids, kinds, logins, ops, tags, attempts, hashes, cmds, resps)
+	if err != nil {
+		return nil, fmt.Errorf("insert idempotency records: %w", err)
+	}
+	defer rows.Close()
+	inserted := make(map[string]bool, len(recs))
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("insert idempotency records: %w", err)
+		}
+		inserted[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("insert idempotency records: %w", err)
+	}
+	return inserted, nil
+}
+
+// NextAttempt moves the record from attempt seen to seen+1 with the new attempt's envelopes.
+// It reports false when another retry moved it first (then that retry sends the attempt).
+func (s *Records) NextAttempt(ctx context.Context, r Record, seen int, envs []events.Envelope) (bool, error) {
+	cmd, err := json.Marshal(envs)
+	if err != nil {
+		return false, fmt.Errorf("encode command of %s: %w", r.ClientOrderID, err)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE cmd.idempotency SET attempt = $4, command = $5::jsonb, updated_at = now()
+		WHERE api_key_id = $1 AND client_order_id = $2 AND attempt = $3`, r.APIKeyID, r.ClientOrderID, seen, seen+1, string(cmd))
+	if err != nil {
+		return false, fmt.Errorf("next attempt of %s: %w", r.ClientOrderID, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}

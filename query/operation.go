@@ -1,0 +1,62 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// OperationReader reads one operation of rm.operations; ok is false when the read model
+// does not know it (yet).
+type OperationReader interface {
+	Operation(ctx context.Context, operationID string) (Operation, bool, error)
+}
+
+// OperationWatcher wakes a waiter whenever the change feed reports a change of an
+// operation (projections.ChangeFeed). The channel is buffered: wake-ups coalesce.
+type OperationWatcher interface {
+	WatchOperation(operationID string) (<-chan struct{}, func())
+}
+
+// OperationAwaiter answers the endpoints that wait (RESULT, PUT/DELETE /v1/order, PUT
+// /v1/position): it waits until an operation is answered or the time is up, woken by the
+// change feed (no polling loop).
+type OperationAwaiter struct {
+	ops     OperationReader
+	watcher OperationWatcher
+}
+
+// NewOperationAwaiter builds the awaiter.
+func NewOperationAwaiter(ops OperationReader, watcher OperationWatcher) (OperationAwaiter, error) {
+	if ops == nil || watcher == nil {
+		return OperationAwaiter{}, errors.New("query: the operation awaiter needs the operations read model and a watcher")
+	}
+	return OperationAwaiter{ops: ops, watcher: watcher}, nil
+}
+
+// Await waits up to timeout until operation operationID is answered: its status differs
+// from queued, or it carries a code or a return code. It returns the operation as last read
+// and whether the read model knew it at all.
+func (a OperationAwaiter) Await(ctx context.Context, operationID, queued string, timeout time.Duration) (Operation, bool, error) {
+	wake, stop := a.watcher.WatchOperation(operationID) // before the first read: no change is missed
+	defer stop()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		op, ok, err := a.ops.Operation(ctx, operationID)
+		if err != nil {
+			return op, ok, fmt.Errorf("read operation %s: %w", operationID, err)
+		}
+		if ok && (op.Status != queued || op.Code != 0 || op.Retcode != 0) {
+			return op, true, nil
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			return op, ok, nil
+		case <-ctx.Done():
+			return op, ok, ctx.Err()
+		}
+	}
+}
