@@ -66,6 +66,12 @@ type Config struct {
 	LogLevel string
 	// ShutdownTimeout bounds a graceful stop.
 	ShutdownTimeout time.Duration
+	// DispatchWindow is how long after it was queued an operation may still be sent to the
+	// trade server; an older one is stored REJECTED -1000 instead (the spec's "about a minute").
+	DispatchWindow time.Duration
+	// QuoteMaxAge is how old a quote may be and still be used by the gateway's price checks
+	// (-2021, -4009); without a fresh quote the trade server checks and answers.
+	QuoteMaxAge time.Duration
 }
 
 type setting struct {
@@ -99,6 +105,8 @@ func (c *Config) settings(raw map[string]*string) []setting {
 		s("sim-data-dir", "", "simulator journal directory (default run-dir/sim)"),
 		s("log-level", "info", "log level: debug, info, warn, error"),
 		s("shutdown-timeout", "15s", "bound on a graceful stop"),
+		s("dispatch-window", "60s", "how long a queued operation may wait to be sent before it is rejected (-1000)"),
+		s("quote-max-age", "30s", "oldest quote the gateway's price checks use"),
 	}
 }
 
@@ -147,6 +155,12 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 		return c, fmt.Errorf("shutdown-timeout: %w", err)
 	}
 	c.ShutdownTimeout = d
+	if c.DispatchWindow, err = time.ParseDuration(get("dispatch-window")); err != nil {
+		return c, fmt.Errorf("dispatch-window: %w", err)
+	}
+	if c.QuoteMaxAge, err = time.ParseDuration(get("quote-max-age")); err != nil {
+		return c, fmt.Errorf("quote-max-age: %w", err)
+	}
 	return c, c.Validate()
 }
 
@@ -183,6 +197,12 @@ func (c Config) Validate() error {
 		if !slices.Contains(AllRoles, r) {
 			errs = append(errs, fmt.Errorf("unknown role %q (want %s)", r, strings.Join(AllRoles, ",")))
 		}
+	}
+	if c.DispatchWindow <= 0 {
+		errs = append(errs, errors.New("dispatch-window must be positive"))
+	}
+	if c.QuoteMaxAge <= 0 {
+		errs = append(errs, errors.New("quote-max-age must be positive"))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
