@@ -1,0 +1,170 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"tradesvc/events"
+	"tradesvc/infra/kafka/batch"
+)
+
+// errShutdown marks an operation interrupted by the shutdown (context ended, trade server
+// closed): nothing is recorded for it and the batch is not marked, so the next owner of the
+// partition finds its "sent" row and reconciles.
+var errShutdown = errors.New("executor: shutting down")
+
+// flushTimeout bounds writing the outcomes already decided when a batch is interrupted:
+// they are known now, and would otherwise have to be reconciled by the next owner.
+const flushTimeout = 5 * time.Second
+
+// handle executes one partition's batch: commands already decided are skipped (one query
+// for the batch), accounts are served concurrently, each account's operations in order; then
+// every outcome is appended in one batch and stored in one statement.
+func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
+	ops := x.decodeOperations(msgs)
+	if len(ops) == 0 {
+		return nil
+	}
+	keys := make([]opKey, len(ops))
+	for i := range ops {
+		keys[i] = ops[i].key()
+	}
+	known, err := x.store.load(ctx, keys)
+	if err != nil {
+		return err
+	}
+	var logins []int64
+	byLogin := map[int64][]*operation{}
+	for i := range ops {
+		o := &ops[i]
+		if known[o.key()].decided {
+			continue // a redelivery: its outcome is in the log
+		}
+		if byLogin[o.op.Login] == nil {
+			logins = append(logins, o.op.Login)
+		}
+		byLogin[o.op.Login] = append(byLogin[o.op.Login], o)
+	}
+
+	decided := make([][]decision, len(logins))
+	var failed atomic.Bool
+	var firstErr error
+	var errOnce sync.Once
+	var g errgroup.Group
+	g.SetLimit(x.cfg.Concurrency)
+	for i, login := range logins {
+		g.Go(func() error {
+			for _, o := range byLogin[login] {
+				// After a failure no new operation starts: the batch comes again, and what
+				// was not started is then simply sent.
+				if failed.Load() {
+					return nil
+				}
+				var prior *execution
+				if e, ok := known[o.key()]; ok {
+					prior = &e
+				}
+				d, err := x.execute(ctx, o, prior)
+				if err != nil {
+					failed.Store(true)
+					errOnce.Do(func() { firstErr = err })
+					return nil
+				}
+				decided[i] = append(decided[i], d)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // the goroutines report through firstErr, so that none cancels the others' sends
+
+	var all []decision
+	for _, ds := range decided {
+		all = append(all, ds...)
+	}
+	wctx := ctx
+	if firstErr != nil || ctx.Err() != nil {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		defer cancel()
+	}
+	if err := x.record(wctx, all); err != nil {
+		return errors.Join(firstErr, err)
+	}
+	return firstErr
+}
+
+// record appends the execution events of ds in one batch, then stores the outcomes. The
+// append is retried until it succeeds or ctx ends: the outcomes are known now, and a
+// redelivered batch could only reconcile them.
+func (x *Executor) record(ctx context.Context, ds []decision) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	evs := make([]events.Event, 0, 2*len(ds))
+	for _, d := range ds {
+		if d.sent != nil {
+			evs = append(evs, d.sent)
+		}
+		evs = append(evs, d.outcome)
+	}
+	if err := retry(ctx, func() error { return x.cfg.Out.Append(ctx, events.TopicExecutions, evs...) }); err != nil {
+		return fmt.Errorf("append %d execution events: %w", len(evs), err)
+	}
+	if err := retry(ctx, func() error { return x.store.decided(ctx, ds) }); err != nil {
+		return err
+	}
+	for _, d := range ds {
+		x.log.Debug("operation decided", "operationId", d.op.op.OperationID, "attempt", d.op.op.Attempt,
+			"kind", d.op.kind, "status", d.outcome.Status, "code", d.outcome.Code, "retcode", d.outcome.Retcode)
+		if x.cfg.OnOutcome != nil {
+			x.cfg.OnOutcome(d.op.kind, d.outcome.Status, d.took)
+		}
+	}
+	return nil
+}
+
+// retry runs f until it succeeds or ctx ends, pausing a little longer after each failure.
+func retry(ctx context.Context, f func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		if !wait(ctx, min(time.Duration(attempt)*100*time.Millisecond, 2*time.Second)) {
+			return err
+		}
+	}
+}
+
+// decodeOperations turns a batch into operations, in offset order, each (operation,
+// attempt) once: the command handlers may append a command again, unchanged, after an
+// append they could not confirm.
+func (x *Executor) decodeOperations(msgs []batch.Message) []operation {
+	seen := map[opKey]bool{}
+	out := make([]operation, 0, len(msgs))
+	for _, m := range msgs {
+		if m.Event == nil {
+			continue
+		}
+		o, ok := newOperation(m.Envelope, m.Event)
+		if !ok || seen[o.key()] {
+			continue
+		}
+		if o.op.OperationID == "" {
+			// Nothing could ever ask about it (no operation id, no client record): a
+			// producer bug, not sent and reported loudly.
+			x.log.Error("command without operation id not sent", "type", m.Envelope.Type, "id", m.Envelope.ID,
+				"partition", m.Partition, "offset", m.Offset)
+			continue
+		}
+		seen[o.key()] = true
+		out = append(out, o)
+	}
+	return out
+}

@@ -1,0 +1,178 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"tradesvc/events"
+	"tradesvc/infra/mt5"
+	"tradesvc/query"
+)
+
+// execute decides one operation; prior is its cmd.executions row without outcome, if any.
+// An error means nothing is to be recorded for it: the shutdown interrupted it (errShutdown)
+// or the executions store failed; either way the batch comes again.
+func (x *Executor) execute(ctx context.Context, o *operation, prior *execution) (decision, error) {
+	start := time.Now()
+	var d decision
+	var err error
+	if prior != nil {
+		d, err = x.recover(ctx, o, prior.sentAt)
+	} else {
+		d, err = x.dispatch(ctx, o)
+	}
+	d.op, d.took = o, time.Since(start)
+	return d, err
+}
+
+// dispatch sends an operation seen for the first time, unless it may not or need not be.
+func (x *Executor) dispatch(ctx context.Context, o *operation) (decision, error) {
+	now := x.cfg.Now()
+	if o.invalid != nil {
+		return decision{outcome: refused(o, events.StatusRejected, events.CodeInternal, msgBadCommand+o.invalid.Error(), now.UnixMilli())}, nil
+	}
+	if now.UnixMilli()-o.requestedAt > x.cfg.DispatchWindow.Milliseconds() {
+		// The gateway has long answered; a client may already have retried, which queues
+		// the operation again as its next attempt. Sending this one late could run it twice.
+		return decision{outcome: refused(o, events.StatusRejected, events.CodeUnavailable, msgNotDispatched, now.UnixMilli())}, nil
+	}
+	if o.op.Attempt > 1 && o.byTag() {
+		// A retry after a refusal without sending: an earlier attempt that reached the
+		// trade server after all must not be repeated.
+		out, ev, err := x.reconcile(ctx, o, now.UnixMilli())
+		switch {
+		case err != nil && interrupted(ctx, err):
+			return decision{}, fmt.Errorf("%w: %s: %w", errShutdown, o.op.OperationID, err)
+		case errors.Is(err, mt5.ErrDisconnected):
+			return decision{outcome: refused(o, events.StatusRejected, events.CodeNoConnection, msgNoConnection, now.UnixMilli())}, nil
+		case err != nil:
+			x.log.Warn("cannot tell whether an earlier attempt executed; not sending", "operationId", o.op.OperationID, "err", err)
+			return decision{outcome: refused(o, events.StatusInDoubt, events.CodeStatusUnknown, msgUnknown, now.UnixMilli())}, nil
+		case ev == executed:
+			return decision{outcome: out}, nil
+		}
+	}
+	inserted, err := x.store.sent(ctx, o, now)
+	if err != nil {
+		if ctx.Err() != nil {
+			return decision{}, fmt.Errorf("%w: %w", errShutdown, err)
+		}
+		return decision{}, err
+	}
+	if !inserted {
+		// Another executor recorded it since this batch was read (a partition handed over):
+		// it may be sending it right now.
+		return x.recover(ctx, o, now)
+	}
+	out, err := x.send(ctx, o, false)
+	if err != nil {
+		return decision{}, err
+	}
+	return decision{sent: sentEvent(o, now), outcome: out}, nil
+}
+
+// recover decides an operation recorded as sent whose outcome never reached the log: the
+// executor died in between. Orders and closes are reconciled by tag, never resent; the
+// idempotent modifications and removals are simply sent again.
+func (x *Executor) recover(ctx context.Context, o *operation, sentAt time.Time) (decision, error) {
+	if !o.byTag() {
+		now := x.cfg.Now()
+		out, err := x.send(ctx, o, true)
+		if err != nil {
+			return decision{}, err
+		}
+		return decision{sent: sentEvent(o, now), outcome: out}, nil
+	}
+	now := x.cfg.Now().UnixMilli()
+	out, ev, err := x.reconcile(ctx, o, now)
+	if err != nil {
+		if interrupted(ctx, err) {
+			return decision{}, fmt.Errorf("%w: %s: %w", errShutdown, o.op.OperationID, err)
+		}
+		x.log.Warn("reconcile after a crash failed", "operationId", o.op.OperationID, "err", err)
+	}
+	if ev == noEvidence || err != nil {
+		out = refused(o, events.StatusInDoubt, events.CodeStatusUnknown, msgUnknown, now)
+	}
+	return decision{sent: sentEvent(o, sentAt), outcome: out}, nil
+}
+
+// send hands the request to the trade server and maps what came back (docs/trading.md, the
+// tables of in-band answers and of no answer).
+func (x *Executor) send(ctx context.Context, o *operation, resend bool) (*events.ExecutionOutcome, error) {
+	sctx, cancel := context.WithTimeout(ctx, x.cfg.SendTimeout)
+	res, err := x.cfg.Port.Send(sctx, o.req)
+	cancel()
+	now := x.cfg.Now().UnixMilli()
+	if err == nil {
+		out := answered(o, res, resend, now)
+		if resend && o.kind == query.KindCancelOrder && res.Retcode == mt5.RetOrderChanged {
+			return x.cancelResent(ctx, o, res, out)
+		}
+		return out, nil
+	}
+	if interrupted(ctx, err) {
+		return nil, fmt.Errorf("%w: %s: %w", errShutdown, o.op.OperationID, err)
+	}
+	var fallback *events.ExecutionOutcome
+	switch {
+	case errors.Is(err, mt5.ErrDisconnected):
+		// Refused before it left: nothing to reconcile.
+		return refused(o, events.StatusRejected, events.CodeNoConnection, msgNoConnection, now), nil
+	case errors.Is(err, mt5.ErrNoAnswer):
+		fallback = unanswered(o, now)
+	case errors.Is(err, mt5.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		// The executor's own send timeout is the trade server not answering in time too.
+		fallback = refused(o, events.StatusInDoubt, events.CodeServerTimeout, msgTimeout, now)
+	default:
+		fallback = refused(o, events.StatusInDoubt, events.CodeStatusUnknown, msgUnknown, now)
+	}
+	x.log.Warn("no answer from the trade server", "operationId", o.op.OperationID, "kind", o.kind, "err", err)
+	if !o.byTag() {
+		return fallback, nil
+	}
+	out, ev, rerr := x.reconcile(ctx, o, now)
+	if rerr != nil {
+		if interrupted(ctx, rerr) {
+			return nil, fmt.Errorf("%w: %s: %w", errShutdown, o.op.OperationID, rerr)
+		}
+		x.log.Warn("reconcile after no answer failed", "operationId", o.op.OperationID, "err", rerr)
+		return fallback, nil
+	}
+	if ev == noEvidence {
+		return fallback, nil
+	}
+	return out, nil
+}
+
+// cancelResent settles a removal sent again after a crash that finds its order off the book
+// (10023): cancelled means the first send was applied; filled or expired meanwhile means the
+// removal came too late, which is the answer's ordinary meaning.
+func (x *Executor) cancelResent(ctx context.Context, o *operation, res mt5.TradeResult, out *events.ExecutionOutcome) (*events.ExecutionOutcome, error) {
+	hist, err := x.cfg.Port.OrderHistory(ctx, o.op.Login, 0, x.cfg.Now().Add(24*time.Hour).UnixMilli())
+	if err != nil {
+		if interrupted(ctx, err) {
+			return nil, fmt.Errorf("%w: %s: %w", errShutdown, o.op.OperationID, err)
+		}
+		x.log.Warn("order history unavailable; taking the resent removal as applied", "operationId", o.op.OperationID, "err", err)
+		return out, nil
+	}
+	for _, h := range hist {
+		if h.Ticket == o.req.Order && h.State != mt5.StateCanceled {
+			return answered(o, res, false, out.DecidedAt), nil
+		}
+	}
+	return out, nil
+}
+
+func sentEvent(o *operation, at time.Time) *events.ExecutionSent {
+	return &events.ExecutionSent{OperationID: o.op.OperationID, Login: o.op.Login, Tag: o.op.Tag,
+		Attempt: o.op.Attempt, SentAt: at.UnixMilli()}
+}
+
+// interrupted reports whether err comes from the shutdown rather than the trade server.
+func interrupted(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, mt5.ErrClosed)
+}

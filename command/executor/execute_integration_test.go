@@ -1,0 +1,413 @@
+package executor_test
+
+import (
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"tradesvc/events"
+	"tradesvc/events/dec"
+	"tradesvc/infra/kafka"
+	"tradesvc/infra/mt5"
+	"tradesvc/infra/mt5/sim"
+)
+
+// Every kind of operation, sent to the trade server and answered in band, reaches the
+// executions topic as ExecutionSent + ExecutionOutcome with the answer's status, retcode,
+// tickets, price and volume, and the simulator holds exactly what the operations did.
+func TestExecutorSendsEveryKindAndReportsTheAnswer(t *testing.T) {
+	e := exSetup(t)
+	e.start()
+	const login = 1001
+	var position int64
+
+	t.Run("market order fills", func(t *testing.T) {
+		ask := e.ask("EURUSD")
+		op := e.op(login)
+		e.appendCmds(marketCmd(op, "EURUSD", "BUY", "0.10"))
+		got := e.outcome(op)
+		checkOutcome(t, got, op, events.StatusFilled, 0, 10009)
+		if got.OrderID == 0 || got.DealID == 0 || got.Position == 0 || got.Unanswered || got.Reconciled {
+			t.Fatalf("fill without tickets or with flags: %+v", got)
+		}
+		riDecEq(t, "fill price", *got.Price, ask)
+		riDecEq(t, "fill volume", *got.Volume, dec.MustParse("0.10"))
+		ps := e.positions(login)
+		if len(ps) != 1 || ps[0].Ticket != got.Position || ps[0].Comment != "it"+op.Tag {
+			t.Fatalf("positions %+v, want exactly the one of the outcome, commented with the tag", ps)
+		}
+		position = got.Position
+		recs := e.execs.snapshot()
+		sents := sentsOf(recs, op)
+		if len(sents) != 1 || sents[0].Login != login || sents[0].Tag != op.Tag || sents[0].SentAt == 0 {
+			t.Fatalf("ExecutionSent %+v, want one for the operation", sents)
+		}
+		for _, r := range recs {
+			if r.Env.CorrelationID == op.OperationID && r.Key != strconv.Itoa(login) {
+				t.Errorf("%s keyed %q, want the login", r.Env.Type, r.Key)
+			}
+		}
+		if st := e.waitRow(op); st != events.StatusFilled {
+			t.Errorf("cmd.executions holds %s", st)
+		}
+	})
+
+	var orderID int64
+	t.Run("pending order is placed", func(t *testing.T) {
+		op := e.op(login)
+		e.appendCmds(limitCmd(op, "EURUSD", "0.10", "1.08000"))
+		got := e.outcome(op)
+		checkOutcome(t, got, op, events.StatusNew, 0, 10008)
+		if got.OrderID == 0 || got.DealID != 0 {
+			t.Fatalf("placement %+v", got)
+		}
+		riDecEq(t, "order price", *got.Price, dec.MustParse("1.08000"))
+		riDecEq(t, "order volume", *got.Volume, dec.MustParse("0.10"))
+		oo := e.openOrders(login)
+		if len(oo) != 1 || oo[0].Ticket != got.OrderID || oo[0].Type != mt5.OrderBuyLimit {
+			t.Fatalf("open orders %+v", oo)
+		}
+		orderID = got.OrderID
+	})
+
+	t.Run("pending order is modified", func(t *testing.T) {
+		op := e.op(login)
+		e.appendCmds(&events.OrderModifyRequested{Operation: op, OrderID: orderID, Symbol: "EURUSD", Side: "BUY",
+			Type: "BUY_LIMIT", Price: decPtr("1.07900"), SL: decPtr("1.07000"), TimeInForce: "GTC"})
+		got := e.outcome(op)
+		checkOutcome(t, got, op, events.StatusNew, 0, 10009)
+		if got.OrderID != orderID {
+			t.Fatalf("modify outcome %+v", got)
+		}
+		oo := e.openOrders(login)
+		if len(oo) != 1 {
+			t.Fatalf("open orders %+v", oo)
+		}
+		riDecEq(t, "modified price", oo[0].Price, dec.MustParse("1.07900"))
+		riDecEq(t, "modified sl", oo[0].SL, dec.MustParse("1.07000"))
+	})
+
+	t.Run("pending order is cancelled", func(t *testing.T) {
+		op := e.op(login)
+		e.appendCmds(&events.OrderCancelRequested{Operation: op, OrderID: orderID, Symbol: "EURUSD", Side: "BUY", Type: "BUY_LIMIT"})
+		got := e.outcome(op)
+		checkOutcome(t, got, op, events.StatusCanceled, 0, 10009)
+		if oo := e.openOrders(login); len(oo) != 0 {
+			t.Fatalf("open orders after the cancel: %+v", oo)
+		}
+	})
+
+	t.Run("position is closed whole", func(t *testing.T) {
+		op := e.op(login)
+		e.appendCmds(&events.PositionCloseRequested{Operation: op, PositionID: position, Symbol: "EURUSD", Side: "SELL"})
+		got := e.outcome(op)
+		checkOutcome(t, got, op, events.StatusFilled, 0, 10009)
+		if got.Position != position || got.DealID == 0 {
+			t.Fatalf("close outcome %+v", got)
+		}
+		riDecEq(t, "closed volume", *got.Volume, dec.MustParse("0.10"))
+		if ps := e.positions(login); len(ps) != 0 {
+			t.Fatalf("positions after the close: %+v", ps)
+		}
+	})
+
+	t.Run("position is closed in part, then its stops are set", func(t *testing.T) {
+		open := e.op(login)
+		e.appendCmds(marketCmd(open, "EURUSD", "BUY", "0.20"))
+		pos := e.outcome(open).Position
+		op := e.op(login)
+		e.appendCmds(&events.PositionCloseRequested{Operation: op, PositionID: pos, Symbol: "EURUSD", Side: "SELL", Volume: decPtr("0.05")})
+		got := e.outcome(op)
+		checkOutcome(t, got, op, events.StatusFilled, 0, 10009)
+		riDecEq(t, "closed volume", *got.Volume, dec.MustParse("0.05"))
+		ps := e.positions(login)
+		if len(ps) != 1 || ps[0].Ticket != pos {
+			t.Fatalf("positions %+v", ps)
+		}
+		riDecEq(t, "remaining volume", ps[0].Volume, dec.MustParse("0.15"))
+
+		sltp := e.op(login)
+		e.appendCmds(&events.PositionModifyRequested{Operation: sltp, PositionID: pos, Symbol: "EURUSD", Side: "BUY",
+			SL: decPtr("1.08000"), TP: decPtr("1.09000")})
+		got = e.outcome(sltp)
+		checkOutcome(t, got, sltp, events.StatusFilled, 0, 10009)
+		if got.Position != pos {
+			t.Fatalf("sl/tp outcome %+v", got)
+		}
+		ps = e.positions(login)
+		riDecEq(t, "sl", ps[0].SL, dec.MustParse("1.08000"))
+		riDecEq(t, "tp", ps[0].TP, dec.MustParse("1.09000"))
+	})
+
+	t.Run("refusal carries the retcode and its code", func(t *testing.T) {
+		before := len(e.positions(login))
+		op := e.op(login)
+		e.appendCmds(marketCmd(op, "SOLUSD", "BUY", "0.10"))
+		got := e.outcome(op)
+		checkOutcome(t, got, op, events.StatusRejected, int(events.CodeForRetcode(10017)), 10017)
+		if got.Code != int(events.CodeSymbolTradeDisabled) || got.OrderID != 0 || got.Price != nil {
+			t.Fatalf("refusal %+v", got)
+		}
+		if n := len(e.positions(login)); n != before {
+			t.Fatalf("%d positions after a refusal, was %d", n, before)
+		}
+	})
+
+	// The metrics hook heard of every outcome (it runs right after the outcomes are stored).
+	want := []string{"PLACE_ORDER FILLED", "PLACE_ORDER NEW", "MODIFY_ORDER NEW", "CANCEL_ORDER CANCELED",
+		"CLOSE_POSITION FILLED", "PLACE_ORDER FILLED", "CLOSE_POSITION FILLED", "MODIFY_POSITION FILLED", "PLACE_ORDER REJECTED"}
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Equal(e.reports(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("OnOutcome heard %v, want %v", e.reports(), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A command appended longer ago than the dispatch window is refused, REJECTED -1000 without
+// a retcode, recorded in cmd.executions, and never reaches the trade server.
+func TestExecutorRefusesACommandOlderThanTheDispatchWindow(t *testing.T) {
+	e := exSetup(t)
+	late, err := kafka.NewAppender(e.pub, "gateway-test", func() time.Time { return e.clock.Now().Add(-61 * time.Second) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := e.op(1002)
+	if err := late.Append(e.ctx, events.TopicCommands, marketCmd(op, "EURUSD", "BUY", "0.10")); err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	got := e.outcome(op)
+	checkOutcome(t, got, op, events.StatusRejected, int(events.CodeUnavailable), 0)
+	if got.Msg != "Service unavailable; the order was not dispatched within the dispatch window." {
+		t.Errorf("msg %q", got.Msg)
+	}
+	if len(sentsOf(e.execs.snapshot(), op)) != 0 {
+		t.Error("ExecutionSent appended for a command that was not sent")
+	}
+	if ps := e.positions(1002); len(ps) != 0 {
+		t.Fatalf("positions %+v: the late command was sent", ps)
+	}
+	if ds := e.dealsByTag(1002, op.Tag); len(ds) != 0 {
+		t.Fatalf("deals %+v: the late command was sent", ds)
+	}
+	if st := e.waitRow(op); st != events.StatusRejected {
+		t.Fatalf("cmd.executions holds %q", st)
+	}
+	// A command inside the window is sent.
+	fresh := e.op(1002)
+	e.appendCmds(marketCmd(fresh, "EURUSD", "BUY", "0.10"))
+	checkOutcome(t, e.outcome(fresh), fresh, events.StatusFilled, 0, 10009)
+}
+
+// The same command appended twice (an append the gateway could not confirm and repeated),
+// whether both copies arrive in one batch or apart, trades once and has one outcome.
+func TestExecutorExecutesADuplicatedCommandOnce(t *testing.T) {
+	e := exSetup(t)
+	together, apart := e.op(1003), e.op(1003)
+	e.appendCmds(marketCmd(together, "EURUSD", "BUY", "0.10"), marketCmd(together, "EURUSD", "BUY", "0.10"))
+	e.appendCmds(marketCmd(apart, "GBPUSD", "SELL", "0.10"))
+	e.start()
+	e.outcome(apart)
+	e.appendCmds(marketCmd(apart, "GBPUSD", "SELL", "0.10")) // long after the first was decided
+	e.settle(1003)
+
+	recs := e.execs.snapshot()
+	for _, op := range []events.Operation{together, apart} {
+		if n, s := len(outcomesOf(recs, op)), len(sentsOf(recs, op)); n != 1 || s != 1 {
+			t.Errorf("%s: %d outcomes and %d sends, want one each", op.OperationID, n, s)
+		}
+		if ds := e.dealsByTag(1003, op.Tag); len(ds) != 1 {
+			t.Errorf("%s: %d deals, want 1", op.OperationID, len(ds))
+		}
+	}
+	if ps := e.positions(1003); len(ps) != 2 {
+		t.Fatalf("%d positions, want 2", len(ps))
+	}
+}
+
+// One account's operations run strictly in order, even within one batch: a cancel appended
+// right behind the placement of its order finds the order.
+func TestExecutorRunsOneAccountsOperationsInOrder(t *testing.T) {
+	e := exSetup(t)
+	// Orders and positions share one ticket counter: an order of another account shows the
+	// ticket the next placement gets.
+	probe, err := e.sim.Send(e.ctx, mt5.TradeRequest{Login: 1002, Action: mt5.ActionPending, Symbol: "EURUSD",
+		Type: mt5.OrderBuyLimit, Volume: dec.MustParse("0.01"), Price: dec.MustParse("1.07000"), Comment: "probe#probe01"})
+	if err != nil || probe.Retcode != mt5.RetPlaced {
+		t.Fatalf("probe order: %+v %v", probe, err)
+	}
+	next := probe.Order + 1
+	place, cancel := e.op(1001), e.op(1001)
+	// Both are appended before the executor starts, so its first read holds them together.
+	e.appendCmds(limitCmd(place, "EURUSD", "0.10", "1.08000"),
+		&events.OrderCancelRequested{Operation: cancel, OrderID: next, Symbol: "EURUSD", Side: "BUY", Type: "BUY_LIMIT"})
+	e.start()
+	placed := e.outcome(place)
+	checkOutcome(t, placed, place, events.StatusNew, 0, 10008)
+	if placed.OrderID != next {
+		t.Fatalf("placed order %d, the ticket counter promised %d", placed.OrderID, next)
+	}
+	checkOutcome(t, e.outcome(cancel), cancel, events.StatusCanceled, 0, 10009)
+	if oo := e.openOrders(1001); len(oo) != 0 {
+		t.Fatalf("open orders %+v", oo)
+	}
+}
+
+// Without an in-band answer: a market order the server executed silently is reconciled by
+// its tag (FILLED, Reconciled, no retcode); a pending order on the staging server, which
+// cannot look orders up by tag, stays Unanswered with no order id; a timeout with nothing
+// executed is IN_DOUBT -5008.
+func TestExecutorWithoutAnInBandAnswer(t *testing.T) {
+	e := exSetup(t)
+	e.start()
+	const login = 1004
+
+	t.Run("no answer, executed: reconciled FILLED", func(t *testing.T) {
+		e.fault(sim.Fault{Mode: sim.FaultNoAnswer})
+		op := e.op(login)
+		e.appendCmds(marketCmd(op, "EURUSD", "BUY", "0.30"))
+		got := e.outcome(op)
+		checkOutcome(t, got, op, events.StatusFilled, 0, 0)
+		ds := e.dealsByTag(login, op.Tag)
+		if !got.Reconciled || got.Unanswered || len(ds) != 1 || got.DealID != ds[0].Ticket || got.OrderID != ds[0].Order ||
+			got.Position != ds[0].Position {
+			t.Fatalf("reconciled outcome %+v, deals %+v", got, ds)
+		}
+		riDecEq(t, "price", *got.Price, ds[0].Price)
+		riDecEq(t, "volume", *got.Volume, dec.MustParse("0.30"))
+	})
+
+	t.Run("shortfalls, pending placement: Unanswered", func(t *testing.T) {
+		e.fault(sim.Fault{Mode: sim.FaultShortfalls})
+		op := e.op(login)
+		e.appendCmds(limitCmd(op, "EURUSD", "0.10", "1.08000"))
+		got := e.outcome(op)
+		checkOutcome(t, got, op, events.StatusNew, 0, 0)
+		if !got.Unanswered || got.Reconciled || got.OrderID != 0 {
+			t.Fatalf("outcome %+v, want Unanswered without an order id", got)
+		}
+		if oo := e.openOrders(login); len(oo) != 1 {
+			t.Fatalf("open orders %+v: the placement did execute", oo)
+		}
+	})
+
+	t.Run("timeout, nothing executed: IN_DOUBT -5008", func(t *testing.T) {
+		e.fault(sim.Fault{Mode: sim.FaultTimeout})
+		op := e.op(login)
+		e.appendCmds(marketCmd(op, "GBPUSD", "BUY", "0.10"))
+		got := e.outcome(op)
+		checkOutcome(t, got, op, events.StatusInDoubt, int(events.CodeServerTimeout), 0)
+		if got.OrderID != 0 || got.Reconciled || got.Unanswered {
+			t.Fatalf("outcome %+v", got)
+		}
+	})
+
+	t.Run("disconnected: REJECTED -5015", func(t *testing.T) {
+		e.fault(sim.Fault{Mode: sim.FaultDisconnect})
+		op := e.op(login)
+		e.appendCmds(marketCmd(op, "GBPUSD", "BUY", "0.10"))
+		got := e.outcome(op)
+		// The simulator answers a disconnected send with 10031 in band.
+		checkOutcome(t, got, op, events.StatusRejected, int(events.CodeNoConnection), 10031)
+	})
+}
+
+// An executor stopped after the trade server executed an order but before it answered
+// records nothing for it; the next executor over the same topics and database finds the
+// "sent" row, reconciles by tag instead of sending again, and reports FILLED: one position.
+func TestExecutorRestartedBetweenSentAndOutcomeReconcilesInsteadOfResending(t *testing.T) {
+	e := exSetup(t)
+	const login = 1002
+	e.fault(sim.Fault{Mode: sim.FaultNone, AnswerDelay: time.Hour})
+	stop := e.start()
+	op := e.op(login)
+	e.appendCmds(marketCmd(op, "XAUUSD", "BUY", "0.02"))
+	deadline := time.Now().Add(60 * time.Second)
+	for len(e.dealsByTag(login, op.Tag)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the order never executed on the simulator")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop() // the executor is waiting for the answer
+	if exists, st := e.row(op); !exists || st != "" {
+		t.Fatalf("cmd.executions after the stop: exists %v, outcome %q; want the sent row without outcome", exists, st)
+	}
+	if n := len(outcomesOf(e.execs.snapshot(), op)); n != 0 {
+		t.Fatalf("%d outcomes appended by the stopped executor", n)
+	}
+
+	e.fault(sim.Fault{Mode: sim.FaultNone})
+	e.start()
+	got := e.outcome(op)
+	checkOutcome(t, got, op, events.StatusFilled, 0, 0)
+	if !got.Reconciled || got.DealID == 0 || got.Position == 0 {
+		t.Fatalf("outcome %+v, want reconciled with its deal and position", got)
+	}
+	riDecEq(t, "volume", *got.Volume, dec.MustParse("0.02"))
+	if ps := e.positions(login); len(ps) != 1 || ps[0].Ticket != got.Position {
+		t.Fatalf("positions %+v, want exactly the one order's", ps)
+	}
+	if ds := e.dealsByTag(login, op.Tag); len(ds) != 1 {
+		t.Fatalf("%d deals under the tag: the order was sent again", len(ds))
+	}
+	if st := e.waitRow(op); st != events.StatusFilled {
+		t.Fatalf("cmd.executions holds %q", st)
+	}
+}
+
+// A retry after REJECTED -1000 is the operation's next attempt: it is sent when the first
+// attempt never reached the trade server, and not sent again when it did (the earlier
+// attempt's deal is found by the tag and reported).
+func TestExecutorSecondAttemptSendsOnlyWhenNoEarlierAttemptExecuted(t *testing.T) {
+	e := exSetup(t)
+	late, err := kafka.NewAppender(e.pub, "gateway-test", func() time.Time { return e.clock.Now().Add(-2 * time.Minute) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	const login = 1003
+	e.start()
+
+	t.Run("first attempt never sent: the second is", func(t *testing.T) {
+		first := e.op(login)
+		if err := late.Append(e.ctx, events.TopicCommands, marketCmd(first, "EURUSD", "BUY", "0.10")); err != nil {
+			t.Fatal(err)
+		}
+		checkOutcome(t, e.outcome(first), first, events.StatusRejected, int(events.CodeUnavailable), 0)
+		second := first
+		second.Attempt = 2
+		e.appendCmds(marketCmd(second, "EURUSD", "BUY", "0.10"))
+		got := e.outcome(second)
+		checkOutcome(t, got, second, events.StatusFilled, 0, 10009)
+		if ds := e.dealsByTag(login, first.Tag); len(ds) != 1 {
+			t.Fatalf("%d deals under the tag, want 1", len(ds))
+		}
+	})
+
+	t.Run("first attempt executed after all: the second is not sent", func(t *testing.T) {
+		first := e.op(login)
+		// The first attempt reached the trade server (the executions show no trace of it).
+		res, err := e.sim.Send(e.ctx, mt5.TradeRequest{Login: login, Action: mt5.ActionDeal, Symbol: "GBPUSD",
+			Type: mt5.OrderSell, Volume: dec.MustParse("0.10"), Comment: "it" + first.Tag})
+		if err != nil || res.Retcode != mt5.RetDone {
+			t.Fatalf("first attempt: %+v %v", res, err)
+		}
+		second := first
+		second.Attempt = 2
+		e.appendCmds(marketCmd(second, "GBPUSD", "SELL", "0.10"))
+		got := e.outcome(second)
+		checkOutcome(t, got, second, events.StatusFilled, 0, 0)
+		if !got.Reconciled || got.DealID != res.Deal || got.Position != res.Position {
+			t.Fatalf("outcome %+v, want the first attempt's fill (deal %d)", got, res.Deal)
+		}
+		if ds := e.dealsByTag(login, first.Tag); len(ds) != 1 {
+			t.Fatalf("%d deals under the tag: the second attempt was sent", len(ds))
+		}
+		if n := len(sentsOf(e.execs.snapshot(), second)); n != 0 {
+			t.Fatalf("%d ExecutionSent for an attempt that was not sent", n)
+		}
+	})
+}

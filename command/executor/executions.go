@@ -1,0 +1,119 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"tradesvc/events"
+)
+
+// execution is what cmd.executions knows of one (operation, attempt).
+type execution struct {
+	sentAt  time.Time
+	decided bool // the outcome is in the log
+}
+
+// executions is the executor's record of what it sent (cmd.executions), on a pool with
+// synchronous commit: a "sent" row lost in a crash could send an operation twice.
+type executions struct{ pool *pgxpool.Pool }
+
+func newExecutions(pool *pgxpool.Pool) (*executions, error) {
+	if pool == nil {
+		return nil, errors.New("executor: the executions store needs a pool")
+	}
+	return &executions{pool: pool}, nil
+}
+
+// load returns the rows of keys that exist, in one query for a whole batch.
+func (s *executions) load(ctx context.Context, keys []opKey) (map[opKey]execution, error) {
+	ids, attempts := make([]string, len(keys)), make([]int32, len(keys))
+	for i, k := range keys {
+		ids[i], attempts[i] = k.id, int32(k.attempt)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT e.operation_id, e.attempt, e.sent_at, e.outcome IS NOT NULL
+		FROM cmd.executions e JOIN unnest($1::text[], $2::int[]) AS k(id, attempt)
+		  ON e.operation_id = k.id AND e.attempt = k.attempt`, ids, attempts)
+	if err != nil {
+		return nil, fmt.Errorf("read executions: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[opKey]execution, len(keys))
+	for rows.Next() {
+		var k opKey
+		var attempt int32
+		var e execution
+		if err := rows.Scan(&k.id, &attempt, &e.sentAt, &e.decided); err != nil {
+			return nil, fmt.Errorf("read executions: %w", err)
+		}
+		k.attempt = int(attempt)
+		out[k] = e
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read executions: %w", err)
+	}
+	return out, nil
+}
+
+// sent records that o is about to be sent. It reports false when a row was already there:
+// another executor (a partition handed over mid-batch) recorded it first, so this one must
+// reconcile rather than send.
+func (s *executions) sent(ctx context.Context, o *operation, at time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (operation_id, attempt) DO NOTHING`,
+		o.op.OperationID, o.op.Attempt, o.op.Login, o.op.Tag, o.kind, at)
+	if err != nil {
+		return false, fmt.Errorf("record %s attempt %d as sent: %w", o.op.OperationID, o.op.Attempt, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// decided stores the outcomes of a batch in one statement, once they are in the log. An
+// operation that was never sent (refused before sending) gets its row here, so that a
+// redelivery of its command is skipped as well.
+func (s *executions) decided(ctx context.Context, ds []decision) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	n := len(ds)
+	ids, kinds, tags, outcomes := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	attempts := make([]int32, n)
+	logins := make([]int64, n)
+	sentAt, decidedAt := make([]time.Time, n), make([]time.Time, n)
+	for i, d := range ds {
+		raw, err := json.Marshal(d.outcome)
+		if err != nil {
+			return fmt.Errorf("encode outcome of %s: %w", d.op.op.OperationID, err)
+		}
+		ids[i], attempts[i], logins[i], tags[i], kinds[i] = d.op.op.OperationID, int32(d.op.op.Attempt), d.op.op.Login, d.op.op.Tag, d.op.kind
+		outcomes[i] = string(raw)
+		decidedAt[i] = time.UnixMilli(d.outcome.DecidedAt)
+		sentAt[i] = decidedAt[i] // only used by rows inserted here: operations never sent
+		if d.sent != nil {
+			sentAt[i] = time.UnixMilli(d.sent.SentAt)
+		}
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at, outcome, decided_at)
+		SELECT id, attempt, login, tag, kind, sent_at, outcome::jsonb, decided_at
+		FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::timestamptz[])
+		  AS d(id, attempt, login, tag, kind, sent_at, outcome, decided_at)
+		ON CONFLICT (operation_id, attempt) DO UPDATE SET outcome = EXCLUDED.outcome, decided_at = EXCLUDED.decided_at`,
+		ids, attempts, logins, tags, kinds, sentAt, outcomes, decidedAt)
+	if err != nil {
+		return fmt.Errorf("store %d outcomes: %w", n, err)
+	}
+	return nil
+}
+
+// decision is what the executor decided for one operation: the send it recorded (nil when
+// nothing was sent) and the outcome.
+type decision struct {
+	op      *operation
+	sent    *events.ExecutionSent
+	outcome *events.ExecutionOutcome
+	took    time.Duration
+}

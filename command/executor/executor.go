@@ -1,0 +1,141 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"tradesvc/infra/kafka/batch"
+	"tradesvc/infra/mt5"
+)
+
+// ExecutorGroup is the executor's consumer group before the deployment prefix. It never
+// changes: renaming it would re-read the whole command log (every command would then be
+// found in cmd.executions and skipped, but only after a long replay).
+const ExecutorGroup = "executor"
+
+// ExecutorConfig configures the executor. Brokers, Group, Topic, Sarama, Port, Out, Pool
+// and Now are required.
+type ExecutorConfig struct {
+	// Brokers to consume the command topic from.
+	Brokers []string
+	// Group is the consumer group, prefix included (prefix + ExecutorGroup).
+	Group string
+	// Topic is the physical name of the command topic (prefix + events.TopicCommands.Name).
+	Topic string
+	// Sarama is the base consumer configuration (kafka.Config.ConsumerConfig()).
+	Sarama *sarama.Config
+	// Port is the trade server.
+	Port mt5.TradeServer
+	// Out appends the execution events (to events.TopicExecutions).
+	Out Appender
+	// Pool is the command-side Postgres pool (synchronous commit) holding cmd.executions.
+	Pool *pgxpool.Pool
+	// Now is the clock of the dispatch window and of the events' times.
+	Now func() time.Time
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+
+	// DispatchWindow is how long after it was appended a command may still be sent
+	// (default 60s); later it is refused, REJECTED -1000, without being sent.
+	DispatchWindow time.Duration
+	// SendTimeout bounds one Send (default 10s); running out counts as the trade server not
+	// answering in time.
+	SendTimeout time.Duration
+	// MaxBatch caps the commands read at once from one partition (default 500).
+	MaxBatch int
+	// Concurrency is how many accounts of one batch are served at once (default 16); each
+	// account's operations are sent one after the other, in order.
+	Concurrency int
+	// OnOutcome, when set, is told of every outcome once it is in the log: the operation
+	// kind, its status, and how long the executor took from picking it up to deciding it
+	// (metrics).
+	OnOutcome func(kind, status string, took time.Duration)
+}
+
+// Validate reports every missing dependency and bad setting at once.
+func (c ExecutorConfig) Validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("executor: no brokers"))
+	}
+	if c.Group == "" {
+		errs = append(errs, errors.New("executor: no consumer group"))
+	}
+	if c.Topic == "" {
+		errs = append(errs, errors.New("executor: no command topic"))
+	}
+	if c.Sarama == nil {
+		errs = append(errs, errors.New("executor: no sarama config"))
+	}
+	if c.Port == nil {
+		errs = append(errs, errors.New("executor: no trade server"))
+	}
+	if c.Out == nil {
+		errs = append(errs, errors.New("executor: no appender"))
+	}
+	if c.Pool == nil {
+		errs = append(errs, errors.New("executor: no Postgres pool"))
+	}
+	if c.Now == nil {
+		errs = append(errs, errors.New("executor: no clock"))
+	}
+	if c.DispatchWindow < 0 || c.SendTimeout < 0 || c.MaxBatch < 0 || c.Concurrency < 0 {
+		errs = append(errs, errors.New("executor: negative window, timeout, batch or concurrency"))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *ExecutorConfig) defaults() {
+	if c.DispatchWindow == 0 {
+		c.DispatchWindow = 60 * time.Second
+	}
+	if c.SendTimeout == 0 {
+		c.SendTimeout = 10 * time.Second
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = 500
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 16
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Executor drains the command topic: it sends each operation to the trade server once,
+// records "sent" before sending, and appends what became of it (ExecutionSent_v1 and
+// ExecutionOutcome_v1 to the executions topic). A command redelivered after a crash is
+// reconciled with the trade server by its tag, never sent blindly twice (docs/trading.md,
+// "The executor").
+type Executor struct {
+	cfg   ExecutorConfig
+	store *executions
+	log   *slog.Logger
+}
+
+// NewExecutor builds an executor.
+func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.defaults()
+	store, err := newExecutions(cfg.Pool)
+	if err != nil {
+		return nil, err
+	}
+	return &Executor{cfg: cfg, store: store, log: cfg.Logger}, nil
+}
+
+// Run consumes commands until ctx ends, then returns nil. A batch is marked consumed only
+// once every operation in it has its outcome in the log; an operation interrupted by the
+// shutdown is left to the next owner of the partition, which reconciles it.
+func (x *Executor) Run(ctx context.Context) error {
+	return batch.Run(ctx, batch.Config{Brokers: x.cfg.Brokers, Group: x.cfg.Group, Topics: []string{x.cfg.Topic},
+		MaxBatch: x.cfg.MaxBatch, MaxWait: batch.NoWait, Sarama: x.cfg.Sarama, Logger: x.log}, x.handle)
+}
