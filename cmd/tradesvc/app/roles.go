@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"tradesvc/command/executor"
 	"tradesvc/events"
@@ -18,7 +19,8 @@ import (
 // inside command.ExecutorTimeout.
 const heartbeatEvery = 5 * time.Second
 
-// runExecutor relays the trade server's feeds to the log and reports liveness.
+// runExecutor sends the queued commands to the trade server, relays the trade server's feeds
+// to the log and reports liveness; if the executor cannot run, the role stops.
 func (a *App) runExecutor(ctx context.Context) error {
 	cursors, err := executor.NewPGCursors(a.pool)
 	if err != nil {
@@ -36,24 +38,33 @@ func (a *App) runExecutor(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	exec, err := executor.NewExecutor(executor.ExecutorConfig{Brokers: a.cfg.KafkaBrokers,
+		Group: a.cfg.TopicPrefix + executor.ExecutorGroup, Topic: a.kcfg.Topic(events.TopicCommands.Name),
+		Sarama: a.kcfg.ConsumerConfig(), Port: a.port, Out: appender, Pool: a.pool, Now: a.now, Logger: log})
+	if err != nil {
+		return err
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
 		for {
 			if err := a.switches.Heartbeat(ctx, instance); err != nil && ctx.Err() == nil {
 				log.Warn("heartbeat", "err", err)
 			}
 			select {
 			case <-ctx.Done():
-				return
+				return nil
 			case <-time.After(heartbeatEvery):
 			}
 		}
-	}()
-	err = relay.Run(ctx)
-	wg.Wait()
-	return err
+	})
+	g.Go(func() error { return relay.Run(ctx) })
+	g.Go(func() error {
+		if err := exec.Run(ctx); err != nil {
+			return fmt.Errorf("executor: %w", err)
+		}
+		return nil
+	})
+	return g.Wait()
 }
 
 // projectionSet lists the projections of the projector role with their stable names.
