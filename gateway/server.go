@@ -31,6 +31,7 @@ type Server struct {
 	keys     *keyCache
 	limiter  *ratelimit.Limiter
 	switches Switches
+	methods  routeMethods
 }
 
 // New builds the gateway and registers every endpoint on the application's handlers.
@@ -48,13 +49,14 @@ func New(cfg Config, deps Deps, app Application) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, deps: deps, app: app, log: cfg.Logger, clock: deps.Clock, limiter: lim, switches: deps.Switches,
-		keys: &keyCache{store: deps.Keys, ttl: cfg.KeyCacheTTL, now: deps.Clock},
+		keys: &keyCache{store: deps.Keys, ttl: cfg.KeyCacheTTL, now: deps.Clock}, methods: routeMethods{},
 	}
 	s.fiber = fiber.New(fiber.Config{
 		ErrorHandler: func(c *fiber.Ctx, err error) error {
 			// Requests that never reach an endpoint's pipeline (unknown path or method,
 			// retired path, oversized body) still report the key's usage when keyed.
 			s.keyedUsageHeaders(c)
+			s.allowHeader(c, err)
 			return writeError(c, s.log, err)
 		},
 		BodyLimit:             cfg.BodyLimit,
@@ -71,7 +73,11 @@ func New(cfg Config, deps Deps, app Application) (*Server, error) {
 	s.fiber.Use(recover.New())
 	for _, p := range cfg.RetiredPaths {
 		s.fiber.All(p, func(*fiber.Ctx) error { return errRetired })
+		for _, m := range s.fiber.Config().RequestMethods {
+			s.methods.add(p, m)
+		}
 	}
+	s.fiber.Server().Handler = s.guardMethods(s.fiber.Server().Handler)
 	s.registerReads()
 	return s, nil
 }
