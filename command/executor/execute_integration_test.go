@@ -411,3 +411,55 @@ func TestExecutorSecondAttemptSendsOnlyWhenNoEarlierAttemptExecuted(t *testing.T
 		}
 	})
 }
+
+// Modifications and removals are idempotent, so after a crash between "sent" and the outcome
+// they are simply sent again; the trade server then answers that there is nothing left to
+// do (10025 for the modification, 10023 for the order already removed), which means the
+// first send was applied: reported done, with that retcode.
+func TestExecutorRestartedAfterAModificationSendsItAgainAndReportsItDone(t *testing.T) {
+	e := exSetup(t)
+	const login = 1001
+	placed, err := e.sim.Send(e.ctx, mt5.TradeRequest{Login: login, Action: mt5.ActionPending, Symbol: "EURUSD",
+		Type: mt5.OrderBuyLimit, Volume: dec.MustParse("0.10"), Price: dec.MustParse("1.08000"), Comment: "it#placed"})
+	if err != nil || placed.Retcode != mt5.RetPlaced {
+		t.Fatalf("placement: %+v %v", placed, err)
+	}
+	// crashAfterExecuting runs a new executor that is stopped once cond holds on the
+	// simulator (the request executed, its answer held back), then clears the delay.
+	crashAfterExecuting := func(op events.Operation, cmd events.Event, what string, cond func() bool) {
+		t.Helper()
+		e.fault(sim.Fault{Mode: sim.FaultNone, AnswerDelay: time.Hour})
+		stop := e.start()
+		e.appendCmds(cmd)
+		deadline := time.Now().Add(60 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never executed on the simulator", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		stop()
+		if exists, st := e.row(op); !exists || st != "" {
+			t.Fatalf("%s: cmd.executions after the stop: exists %v, outcome %q", what, exists, st)
+		}
+		e.fault(sim.Fault{Mode: sim.FaultNone})
+	}
+
+	modify := e.op(login)
+	crashAfterExecuting(modify, &events.OrderModifyRequested{Operation: modify, OrderID: placed.Order, Symbol: "EURUSD",
+		Side: "BUY", Type: "BUY_LIMIT", Price: decPtr("1.07950")}, "the modification", func() bool {
+		oo := e.openOrders(login)
+		return len(oo) == 1 && dec.String(oo[0].Price) == "1.07950"
+	})
+	stop := e.start()
+	got := e.outcome(modify)
+	checkOutcome(t, got, modify, events.StatusNew, 0, int(mt5.RetNoChanges))
+	stop()
+
+	cancel := e.op(login)
+	crashAfterExecuting(cancel, &events.OrderCancelRequested{Operation: cancel, OrderID: placed.Order, Symbol: "EURUSD",
+		Side: "BUY", Type: "BUY_LIMIT"}, "the removal", func() bool { return len(e.openOrders(login)) == 0 })
+	e.start()
+	got = e.outcome(cancel)
+	checkOutcome(t, got, cancel, events.StatusCanceled, 0, int(mt5.RetOrderChanged))
+}
