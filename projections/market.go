@@ -22,6 +22,21 @@ type Market struct {
 
 	mu      sync.RWMutex
 	symbols map[string]*marketSymbol
+
+	listener atomic.Pointer[marketListener]
+}
+
+// marketListener is told of each applied update (OnApplied).
+type marketListener struct {
+	tick  func(query.Quote)
+	stats func(query.DayStats)
+}
+
+// OnApplied registers functions called after each new tick and each day-statistics update
+// is applied (the gateway's market streams fan them out). They run on the tail's goroutine,
+// in order per symbol, and must not block.
+func (m *Market) OnApplied(tick func(query.Quote), stats func(query.DayStats)) {
+	m.listener.Store(&marketListener{tick: tick, stats: stats})
 }
 
 type marketSymbol struct {
@@ -61,7 +76,11 @@ func (m *Market) symbol(name string) *marketSymbol {
 func (m *Market) Handle(msg batch.Message) {
 	switch e := msg.Event.(type) {
 	case *events.TickReceived:
-		m.applyTick(e)
+		if q, ok := m.applyTick(e); ok {
+			if l := m.listener.Load(); l != nil {
+				l.tick(q)
+			}
+		}
 	case *events.DayStatsUpdated:
 		st := dayStatsFromEvent(e)
 		s := m.symbol(e.Symbol)
@@ -69,18 +88,21 @@ func (m *Market) Handle(msg batch.Message) {
 			return
 		}
 		s.stats.Store(&st)
+		if l := m.listener.Load(); l != nil {
+			l.stats(st)
+		}
 	}
 }
 
 // applyTick stores the tick unless it was seen before (redelivery, backfill overlap).
-func (m *Market) applyTick(e *events.TickReceived) {
+func (m *Market) applyTick(e *events.TickReceived) (query.Quote, bool) {
 	s := m.symbol(e.Symbol)
 	q := query.Quote{Symbol: e.Symbol, Bid: e.Bid, Ask: e.Ask, Last: e.Last, Volume: e.Volume,
 		BidDirection: int32(e.BidDirection), AskDirection: int32(e.AskDirection), Time: e.Time, Held: e.Held}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e.Seq != 0 && e.Seq <= s.lastSeq {
-		return
+		return q, false
 	}
 	s.lastSeq = e.Seq
 	s.latest.Store(&q)
@@ -91,6 +113,7 @@ func (m *Market) applyTick(e *events.TickReceived) {
 			s.full = true
 		}
 	}
+	return q, true
 }
 
 // Quote implements query.QuoteReader.
