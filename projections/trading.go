@@ -1,0 +1,225 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"tradesvc/events"
+	"tradesvc/infra/kafka/batch"
+)
+
+// TradingName is the consumer group (before the deployment prefix) of the trading
+// projection. Renaming it re-consumes the three trading topics.
+const TradingName = "projection.trading"
+
+// The change feed's writers serialise on this advisory lock (the two-key form, so it never
+// meets the one-key locks taken per login) and hold it until commit: rm.changes.seq is then
+// assigned in commit order and a reader tailing "seq > last" never skips a row that commits
+// late.
+const (
+	changeFeedLockClass int32 = 0x726d // "rm"
+	changeFeedLockID    int32 = 1
+)
+
+// ChangesChannel is the channel the trading projection notifies after committing changes.
+const ChangesChannel = "rm_changes"
+
+// TradingConfig configures the trading projection.
+type TradingConfig struct {
+	// Pool writes the read models (an asynchronous-commit pool is fine: rm is rebuildable).
+	Pool *pgxpool.Pool
+	// Replaying: a rebuild from the log writes no change-feed rows, so streams and waiters
+	// never see history twice.
+	Replaying bool
+	// Logger receives pruning problems (default slog.Default()).
+	Logger *slog.Logger
+	// ChangeRetention is how long change-feed rows are kept (default 1h); PruneEvery how
+	// often older ones are deleted (default 1m).
+	ChangeRetention time.Duration
+	PruneEvery      time.Duration
+	// Now is the clock of pruning (default time.Now).
+	Now func() time.Time
+}
+
+// Validate reports every problem at once.
+func (c TradingConfig) Validate() error {
+	var errs []error
+	if c.Pool == nil {
+		errs = append(errs, errors.New("projections: trading needs a pool"))
+	}
+	if c.ChangeRetention < 0 || c.PruneEvery < 0 {
+		errs = append(errs, errors.New("projections: trading retention and prune interval must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// Trading projects commands, execution outcomes and trade-server facts into rm.operations,
+// rm.orders, rm.positions, rm.deals and the change feed rm.changes, one transaction per
+// batch (docs/trading.md "Read models"). It is safe for concurrent batches: writers of one
+// login are serialised by an advisory lock per login.
+type Trading struct {
+	cfg       TradingConfig
+	digits    *digitsCache
+	lastPrune atomic.Int64
+}
+
+// NewTrading builds the projection.
+func NewTrading(cfg TradingConfig) (*Trading, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ChangeRetention == 0 {
+		cfg.ChangeRetention = time.Hour
+	}
+	if cfg.PruneEvery == 0 {
+		cfg.PruneEvery = time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Trading{cfg: cfg, digits: newDigitsCache()}, nil
+}
+
+// Topics the projection reads.
+func (t *Trading) Topics() []events.Topic {
+	return []events.Topic{events.TopicCommands, events.TopicExecutions, events.TopicTrades}
+}
+
+// MaxWait implements Batching: the projection is on the latency path of every RESULT, so a
+// batch is whatever is already buffered.
+func (t *Trading) MaxWait() time.Duration { return batch.NoWait }
+
+// Reset empties the trading read models before a replay. The change feed is kept: it is
+// not rebuilt (a replay writes no change rows) and its seq must keep growing for readers.
+func (t *Trading) Reset(ctx context.Context) error {
+	_, err := t.cfg.Pool.Exec(ctx, `TRUNCATE rm.operations, rm.orders, rm.positions, rm.deals, rm.account_balances`)
+	return err
+}
+
+// Apply writes one batch in one transaction: raw facts, then the derived columns of every
+// operation they touched, then the change feed.
+func (t *Trading) Apply(ctx context.Context, msgs []batch.Message) error {
+	items := make([]*tradingItem, 0, len(msgs))
+	logins := []int64{}
+	for _, m := range msgs {
+		login, ok := tradingLogin(m.Event)
+		if !ok {
+			continue
+		}
+		items = append(items, &tradingItem{ev: m.Event})
+		logins = append(logins, login)
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	slices.Sort(logins)
+	logins = slices.Compact(logins)
+	if err := t.digits.load(ctx, t.cfg.Pool, frameSymbols(items), t.cfg.Now()); err != nil {
+		return fmt.Errorf("trading projection: %w", err)
+	}
+	err := pgx.BeginFunc(ctx, t.cfg.Pool, func(tx pgx.Tx) error {
+		if err := applyFacts(ctx, tx, logins, items); err != nil {
+			return err
+		}
+		ops, err := t.rederive(ctx, tx, items)
+		if err != nil {
+			return err
+		}
+		if t.cfg.Replaying {
+			return nil
+		}
+		return t.writeChanges(ctx, tx, items, ops)
+	})
+	if err != nil {
+		return fmt.Errorf("trading projection: %w", err)
+	}
+	t.maybePrune(ctx)
+	return nil
+}
+
+// tradingItem is one event of a batch and whether it changed a read model.
+type tradingItem struct {
+	ev      events.Event
+	applied bool
+}
+
+// tradingLogin is the login an event of the three trading topics belongs to; ok is false
+// for events the projection does not read (ExecutionSent, unknown types).
+func tradingLogin(e events.Event) (int64, bool) {
+	switch x := e.(type) {
+	case *events.OrderRequested:
+		return x.Login, true
+	case *events.OrderModifyRequested:
+		return x.Login, true
+	case *events.OrderCancelRequested:
+		return x.Login, true
+	case *events.PositionCloseRequested:
+		return x.Login, true
+	case *events.PositionModifyRequested:
+		return x.Login, true
+	case *events.SweepRequested:
+		return x.Login, true
+	case *events.ExecutionOutcome:
+		return x.Login, true
+	case *events.DealAdded:
+		return x.Login, true
+	case *events.OrderChanged:
+		return x.Login, true
+	case *events.PositionChanged:
+		return x.Login, true
+	case *events.AccountChanged:
+		return x.Login, true
+	}
+	return 0, false
+}
+
+// applyFacts takes the logins' locks (ascending, so concurrent batches never deadlock) and
+// applies every event, in one round trip; each item learns whether it changed a row.
+func applyFacts(ctx context.Context, tx pgx.Tx, logins []int64, items []*tradingItem) error {
+	b := &pgx.Batch{}
+	// rm is rebuildable from the log: losing the last milliseconds in a crash costs a replay.
+	b.Queue("SET LOCAL synchronous_commit = off")
+	for _, l := range logins {
+		b.Queue("SELECT pg_advisory_xact_lock($1)", l)
+	}
+	for _, it := range items {
+		sql, args := factStatement(it.ev)
+		b.Queue(sql, args...).Exec(func(ct pgconn.CommandTag) error {
+			it.applied = ct.RowsAffected() > 0
+			return nil
+		})
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("apply facts: %w", err)
+	}
+	return nil
+}
+
+// maybePrune deletes change-feed rows older than the retention, at most every PruneEvery.
+func (t *Trading) maybePrune(ctx context.Context) {
+	if t.cfg.Replaying {
+		return
+	}
+	now := t.cfg.Now().UnixMilli()
+	last := t.lastPrune.Load()
+	if now-last < t.cfg.PruneEvery.Milliseconds() || !t.lastPrune.CompareAndSwap(last, now) {
+		return
+	}
+	_, err := t.cfg.Pool.Exec(ctx, `DELETE FROM rm.changes WHERE created_at < now() - $1::bigint * interval '1 millisecond'`,
+		t.cfg.ChangeRetention.Milliseconds())
+	if err != nil && ctx.Err() == nil {
+		t.cfg.Logger.Warn("trading projection: prune the change feed", "err", err)
+	}
+}

@@ -1,0 +1,248 @@
+package projections
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cockroachdb/apd/v3"
+	"github.com/jackc/pgx/v5"
+
+	"tradesvc/events"
+	"tradesvc/events/dec"
+)
+
+// opChange is an operation whose derived columns a batch changed.
+type opChange struct {
+	OperationID string
+	Login       int64
+	Derived     opDerived
+	Version     int64
+	// Visible: status, code, retcode, orderId or executedVolume changed (an OPERATION row).
+	Visible bool
+}
+
+// touched collects the operations a batch may have changed: by id (commands, outcomes), by
+// (login, tag) for deals newly added, by order id for order facts applied (a pending
+// placement follows its order), by position id for positions closed (a full close is
+// FILLED once its position is).
+type touched struct {
+	ids       []string
+	tagLogins []int64
+	tags      []string
+	orders    []int64
+	positions []int64
+}
+
+func touchedBy(items []*tradingItem) touched {
+	var t touched
+	for _, it := range items {
+		switch x := it.ev.(type) {
+		case *events.ExecutionOutcome:
+			t.ids = append(t.ids, x.OperationID)
+		case *events.DealAdded:
+			if tag := tagOf(x.Comment); it.applied && tag != "" && isTrade(x.Action) {
+				t.tagLogins, t.tags = append(t.tagLogins, x.Login), append(t.tags, tag)
+			}
+		case *events.OrderChanged:
+			if it.applied {
+				t.orders = append(t.orders, x.OrderID)
+			}
+		case *events.PositionChanged:
+			if it.applied && x.Change == events.ChangeClose {
+				t.positions = append(t.positions, x.PositionID)
+			}
+		case *events.AccountChanged:
+		default:
+			if id := events.CorrelationOf(x); id != "" {
+				t.ids = append(t.ids, id)
+			}
+		}
+	}
+	return t
+}
+
+func (t touched) empty() bool {
+	return len(t.ids) == 0 && len(t.tags) == 0 && len(t.orders) == 0 && len(t.positions) == 0
+}
+
+func isTrade(action int) bool { return action == 0 || action == 1 }
+
+// loadOperationsSQL reads each touched operation with what its derivation needs: the sums of
+// its tag's distinct trading deals, the order its outcome names and the position it closes.
+const loadOperationsSQL = `SELECT o.operation_id, o.login, coalesce(o.kind, ''), coalesce(o.type, ''),
+	coalesce(o.symbol, ''), o.volume::text, o.attempt, coalesce(o.requested_at, 0),
+	o.out_attempt, coalesce(o.out_status, ''), coalesce(o.out_code, 0), coalesce(o.out_retcode, 0),
+	coalesce(o.out_msg, ''), coalesce(o.out_unanswered, false), coalesce(o.out_order_id, 0),
+	coalesce(o.out_deal_id, 0), coalesce(o.out_position_id, 0), o.out_price::text, o.out_volume::text,
+	coalesce(o.out_decided_at, 0),
+	o.status, coalesce(o.code, 0), coalesce(o.retcode, 0), coalesce(o.msg, ''), coalesce(o.order_id, 0),
+	coalesce(o.deal_id, 0), coalesce(o.position_id, 0), o.exec_price::text, o.executed_volume::text,
+	o.updated_at, o.version,
+	d.n, d.vol::text, d.vp::text, d.price1::text, coalesce(d.deal1, 0), coalesce(d.order1, 0),
+	coalesce(d.position1, 0), coalesce(d.last_time, 0), d.symbol1,
+	r.open, r.state, r.update_time, p.open
+FROM rm.operations o
+LEFT JOIN LATERAL (
+	SELECT count(*) AS n, sum(volume) AS vol, sum(volume * price) AS vp,
+		(array_agg(price ORDER BY deal_id))[1] AS price1, min(deal_id) AS deal1,
+		(array_agg(order_id ORDER BY deal_id))[1] AS order1,
+		(array_agg(position_id ORDER BY deal_id))[1] AS position1, max(time) AS last_time,
+		(array_agg(symbol ORDER BY deal_id))[1] AS symbol1
+	FROM rm.deals WHERE login = o.login AND tag = o.tag AND action IN (0, 1)) d ON true
+LEFT JOIN rm.orders r ON r.order_id = o.out_order_id AND r.login = o.login
+LEFT JOIN rm.positions p ON p.position_id = o.target_position_id AND p.login = o.login
+WHERE o.operation_id = ANY($1)
+   OR (o.login, o.tag) IN (SELECT l, t FROM unnest($2::bigint[], $3::text[]) AS x(l, t))
+   OR o.out_order_id = ANY($4)
+   OR (o.kind = 'CLOSE_POSITION' AND o.target_position_id = ANY($5))`
+
+// loadedOp is one row of loadOperationsSQL: inputs, stored derivation and symbol.
+type loadedOp struct {
+	id      string
+	login   int64
+	symbol  string
+	in      opInputs
+	stored  opDerived
+	version int64
+}
+
+// rederive recomputes the derived columns of every operation the batch touched and writes
+// those that changed; it returns them.
+func (t *Trading) rederive(ctx context.Context, tx pgx.Tx, items []*tradingItem) ([]opChange, error) {
+	tc := touchedBy(items)
+	if tc.empty() {
+		return nil, nil
+	}
+	ops, err := loadOperations(ctx, tx, tc)
+	if err != nil {
+		return nil, err
+	}
+	symbols := make([]string, 0, len(ops))
+	for _, o := range ops {
+		symbols = append(symbols, o.symbol)
+	}
+	if err := t.digits.load(ctx, tx, symbols, t.cfg.Now()); err != nil {
+		return nil, err
+	}
+	var changes []opChange
+	b := &pgx.Batch{}
+	for _, o := range ops {
+		o.in.Digits, o.in.DigitsOK = t.digits.get(o.symbol)
+		d := derive(o.in)
+		if !anyChange(d, o.stored) {
+			continue
+		}
+		changes = append(changes, opChange{OperationID: o.id, Login: o.login, Derived: d, Version: o.version + 1,
+			Visible: visibleChange(d, o.stored)})
+		b.Queue(`UPDATE rm.operations SET status = $2, code = $3, retcode = $4, msg = $5, order_id = $6,
+			deal_id = $7, position_id = $8, exec_price = $9::numeric, executed_volume = $10::numeric,
+			updated_at = $11, version = version + 1
+			WHERE operation_id = $1`,
+			o.id, d.Status, nullInt(d.Code), nullInt(d.Retcode), nullText(d.Msg), nullInt64(d.OrderID),
+			nullInt64(d.DealID), nullInt64(d.PositionID), nullDec(d.ExecPrice), nullDec(d.ExecutedVolume), d.UpdatedAt)
+	}
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return nil, fmt.Errorf("write derived operations: %w", err)
+		}
+	}
+	return changes, nil
+}
+
+func loadOperations(ctx context.Context, tx pgx.Tx, tc touched) ([]*loadedOp, error) {
+	rows, err := tx.Query(ctx, loadOperationsSQL, tc.ids, tc.tagLogins, tc.tags, tc.orders, tc.positions)
+	if err != nil {
+		return nil, fmt.Errorf("load operations: %w", err)
+	}
+	defer rows.Close()
+	var out []*loadedOp
+	for rows.Next() {
+		o, err := scanLoadedOp(rows)
+		if err != nil {
+			return nil, fmt.Errorf("load operations: %w", err)
+		}
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load operations: %w", err)
+	}
+	return out, nil
+}
+
+func scanLoadedOp(rows pgx.Rows) (*loadedOp, error) {
+	o := &loadedOp{}
+	var (
+		volume, outPrice, outVolume, execPrice, execVolume *string
+		outAttempt                                         *int
+		out                                                opOutcome
+		n                                                  int64
+		fillVol, fillVP, price1, dealSymbol                *string
+		orderOpen, positionOpen                            *bool
+		orderState                                         *int
+		orderUpdate                                        *int64
+	)
+	in := &o.in
+	st := &o.stored
+	if err := rows.Scan(&o.id, &o.login, &in.Kind, &in.Type, &o.symbol, &volume, &in.Attempt, &in.RequestedAt,
+		&outAttempt, &out.Status, &out.Code, &out.Retcode, &out.Msg, &out.Unanswered, &out.OrderID, &out.DealID,
+		&out.PositionID, &outPrice, &outVolume, &out.DecidedAt,
+		&st.Status, &st.Code, &st.Retcode, &st.Msg, &st.OrderID, &st.DealID, &st.PositionID, &execPrice, &execVolume,
+		&st.UpdatedAt, &o.version,
+		&n, &fillVol, &fillVP, &price1, &in.Fills.DealID, &in.Fills.OrderID, &in.Fills.PositionID, &in.Fills.LastTime,
+		&dealSymbol, &orderOpen, &orderState, &orderUpdate, &positionOpen); err != nil {
+		return nil, err
+	}
+	var err error
+	if in.Volume, err = parseOptional(volume); err != nil {
+		return nil, err
+	}
+	if outAttempt != nil {
+		out.Attempt = *outAttempt
+		if out.Price, err = parseOptional(outPrice); err != nil {
+			return nil, err
+		}
+		if out.Volume, err = parseOptional(outVolume); err != nil {
+			return nil, err
+		}
+		in.Out = &out
+	}
+	if st.ExecPrice, err = parseOptional(execPrice); err != nil {
+		return nil, err
+	}
+	if st.ExecutedVolume, err = parseOptional(execVolume); err != nil {
+		return nil, err
+	}
+	in.Fills.Count = int(n)
+	if n > 0 {
+		if err := parseColumns([]string{deref(fillVol), deref(fillVP), deref(price1)},
+			&in.Fills.Volume, &in.Fills.VolumePrice, &in.Fills.FirstPrice); err != nil {
+			return nil, err
+		}
+	}
+	if o.symbol == "" && dealSymbol != nil {
+		o.symbol = *dealSymbol // a skeleton row: its deals name the symbol
+	}
+	if orderOpen != nil {
+		in.Order = &opOrder{Open: *orderOpen, State: *orderState, UpdateTime: *orderUpdate}
+	}
+	in.PositionClosed = positionOpen != nil && !*positionOpen
+	return o, nil
+}
+
+func parseOptional(s *string) (*apd.Decimal, error) {
+	if s == nil {
+		return nil, nil
+	}
+	d, err := dec.Parse(*s)
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
