@@ -9,6 +9,7 @@ func (s *Server) registerReads() {
 	s.registerGeneral(s.app.Queries)
 	s.registerMarket(s.app.Queries)
 	s.registerAccount(s.app.Queries)
+	s.registerOrders(s.app.Queries)
 	s.registerTrade()
 }
 

@@ -14,6 +14,18 @@ type Readers struct {
 	// Operations and OperationChanges serve the waits of the trading endpoints.
 	Operations       OperationReader
 	OperationChanges OperationWatcher
+	// Trading serves the order and position reads (projection.trading), Deals the trade
+	// history (ClickHouse).
+	Trading TradingReader
+	Deals   DealHistoryReader
+}
+
+// TradingReader is the trading read model behind the order and position reads.
+type TradingReader interface {
+	OrderLookup
+	OpenOrderReader
+	OrderHistoryReader
+	PositionLister
 }
 
 // Handlers are every query handler of the service (the Queries half of the application).
@@ -27,12 +39,17 @@ type Handlers struct {
 	Account      AccountHandler
 	Accounts     AccountsHandler
 	Operation    OperationAwaiter
+	Order        OrderHandler
+	OpenOrders   OpenOrdersHandler
+	AllOrders    AllOrdersHandler
+	Positions    PositionsHandler
+	UserTrades   UserTradesHandler
 }
 
 // NewHandlers builds every query handler over r; it reports every missing reader at once.
 func NewHandlers(r Readers) (Handlers, error) {
 	var h Handlers
-	var errs [9]error
+	var errs [14]error
 	h.ExchangeInfo, errs[0] = NewExchangeInfoHandler(r.Symbols, r.Server)
 	h.TickerPrice, errs[1] = NewTickerPriceHandler(r.Quotes, r.Symbols)
 	h.BookTicker, errs[2] = NewBookTickerHandler(r.Quotes, r.Symbols)
@@ -41,8 +58,11 @@ func NewHandlers(r Readers) (Handlers, error) {
 	h.Ticks, errs[5] = NewTicksHandler(r.Quotes, r.Symbols)
 	h.Account, errs[6] = NewAccountHandler(r.Accounts)
 	h.Accounts, errs[7] = NewAccountsHandler(r.Accounts)
-	if r.Operations != nil || r.OperationChanges != nil { // TODO(lead): required once the trading readers are wired
-		h.Operation, errs[8] = NewOperationAwaiter(r.Operations, r.OperationChanges)
-	}
+	h.Operation, errs[8] = NewOperationAwaiter(r.Operations, r.OperationChanges)
+	h.Order, errs[9] = NewOrderHandler(r.Trading, r.Symbols)
+	h.OpenOrders, errs[10] = NewOpenOrdersHandler(r.Trading, r.Symbols)
+	h.AllOrders, errs[11] = NewAllOrdersHandler(r.Trading, r.Symbols)
+	h.Positions, errs[12] = NewPositionsHandler(r.Trading, r.Symbols, r.Quotes, r.Accounts)
+	h.UserTrades, errs[13] = NewUserTradesHandler(r.Deals, r.Symbols)
 	return h, errors.Join(errs[:]...)
 }

@@ -84,7 +84,8 @@ func (e *Env) Deps() gateway.Deps {
 func (e *Env) App(tb testing.TB) gateway.Application {
 	tb.Helper()
 	q, err := query.NewHandlers(query.Readers{Symbols: e.Market, Quotes: e.Market, DayStats: e.Market,
-		Bars: e.Market, Accounts: e.Accounts, Server: e.Market, Operations: Operations{}, OperationChanges: Operations{}})
+		Bars: e.Market, Accounts: e.Accounts, Server: e.Market, Operations: Operations{}, OperationChanges: Operations{},
+		Trading: Trading{}, Deals: Trading{}})
 	if err != nil {
 		tb.Fatal(err)
 	}

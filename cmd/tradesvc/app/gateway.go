@@ -42,8 +42,12 @@ func (a *App) runGateway(ctx context.Context) error {
 		return err
 	}
 	market := projections.NewMarket(a.now().UnixMilli())
+	trading, deals, feed, err := a.tradingReads()
+	if err != nil {
+		return err
+	}
 	queries, err := query.NewHandlers(query.Readers{Symbols: ref, Quotes: market, DayStats: market, Bars: bars,
-		Accounts: ref, Server: ref})
+		Accounts: ref, Server: ref, Operations: trading, OperationChanges: feed, Trading: trading, Deals: deals})
 	if err != nil {
 		return err
 	}
@@ -61,9 +65,14 @@ func (a *App) runGateway(ctx context.Context) error {
 	a.gatewayAddr <- ln.Addr().String()
 	tailErr := make(chan error, 1)
 	go func() { tailErr <- a.tailMarket(ctx, market) }()
+	feedErr := make(chan error, 1)
+	go func() { feedErr <- feed.Run(ctx) }()
 	err = srv.Serve(ctx, ln)
 	if terr := <-tailErr; terr != nil && err == nil {
 		err = terr
+	}
+	if ferr := <-feedErr; ferr != nil && err == nil {
+		err = ferr
 	}
 	return err
 }

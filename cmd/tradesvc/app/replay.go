@@ -11,7 +11,8 @@ import (
 	"tradesvc/projections"
 )
 
-var projectionNames = []string{projections.ReferenceName, projections.MarketHistoryName, projections.DealHistoryName}
+var projectionNames = []string{projections.ReferenceName, projections.MarketHistoryName, projections.DealHistoryName,
+	projections.TradingName}
 
 // ProjectionNames lists the projections `tradesvc replay` can rebuild.
 func ProjectionNames() string { return strings.Join(projectionNames, ", ") }
@@ -30,6 +31,11 @@ func Replay(ctx context.Context, cfg config.Config, log *slog.Logger, name strin
 	set, err := a.projectionSet(nil)
 	if err != nil {
 		return 0, err
+	}
+	if name == projections.TradingName {
+		if set[name], err = a.tradingProjection(true); err != nil {
+			return 0, err
+		}
 	}
 	return projections.Replay(ctx, a.projectionSource(), name, set[name])
 }

@@ -82,10 +82,15 @@ func (a *App) projectionSet(onReferenceChange func()) (map[string]projections.Pr
 	if err != nil {
 		return nil, err
 	}
+	trading, err := a.tradingProjection(false)
+	if err != nil {
+		return nil, err
+	}
 	return map[string]projections.Projection{
 		projections.ReferenceName:     ref,
 		projections.MarketHistoryName: market,
 		projections.DealHistoryName:   deals,
+		projections.TradingName:       trading,
 	}, nil
 }
 

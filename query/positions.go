@@ -1,0 +1,146 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/apd/v3"
+
+	"tradesvc/events/dec"
+)
+
+// PositionLister lists a login's open positions (rm.positions).
+type PositionLister interface {
+	// OpenPositions returns the login's open positions (of one symbol when symbol is not
+	// empty), ordered by position id.
+	OpenPositions(ctx context.Context, login int64, symbol string) ([]Position, error)
+}
+
+// PositionsQuery asks for the open positions of Login, of Symbol when it is set.
+type PositionsQuery struct {
+	Login  int64
+	Symbol string
+}
+
+// PositionsHandler answers GET /v1/positions.
+type PositionsHandler struct {
+	positions PositionLister
+	symbols   SymbolLookup
+	quotes    QuoteReader
+	accounts  AccountReader
+}
+
+// NewPositionsHandler builds the handler.
+func NewPositionsHandler(positions PositionLister, symbols SymbolLookup, quotes QuoteReader, accounts AccountReader) (PositionsHandler, error) {
+	if positions == nil || symbols == nil || quotes == nil || accounts == nil {
+		return PositionsHandler{}, errors.New("query: nil PositionLister, SymbolLookup, QuoteReader or AccountReader")
+	}
+	return PositionsHandler{positions: positions, symbols: symbols, quotes: quotes, accounts: accounts}, nil
+}
+
+// Handle returns the position records ordered by position id; an unknown symbol is -1121.
+// The trade server reports a position's profit only when the position changes, so the
+// floating profit is recomputed from the latest quote as the trade server computes it
+// (closing side of the market, profit currency converted to the deposit currency through
+// quotes, rounded half-even to cents); when a rate is missing the last reported profit is
+// shown.
+func (h PositionsHandler) Handle(ctx context.Context, q PositionsQuery) ([]PositionRecord, error) {
+	if q.Symbol != "" {
+		if _, err := lookupSymbol(ctx, h.symbols, q.Symbol); err != nil {
+			return nil, err
+		}
+	}
+	positions, err := h.positions.OpenPositions(ctx, q.Login, q.Symbol)
+	if err != nil {
+		return nil, fmt.Errorf("read positions of %d: %w", q.Login, err)
+	}
+	currency := ""
+	if len(positions) > 0 {
+		acct, ok, err := h.accounts.Account(ctx, q.Login)
+		if err != nil {
+			return nil, fmt.Errorf("read account %d: %w", q.Login, err)
+		}
+		if ok {
+			currency = acct.Currency
+		}
+	}
+	out := make([]PositionRecord, 0, len(positions))
+	for _, p := range positions {
+		spec, ok, err := h.symbols.Symbol(ctx, p.Symbol)
+		if err != nil {
+			return nil, fmt.Errorf("look up symbol %q: %w", p.Symbol, err)
+		}
+		sd := symbolDigits{digits: spec.Digits, known: ok}
+		r := PositionRecord{PositionID: p.PositionID, Login: p.Login, Symbol: p.Symbol, Side: DirectionName(p.Direction),
+			Volume: plain(p.Volume), OpenPrice: sd.price(p.PriceOpen), SL: sd.stop(p.SL), TP: sd.stop(p.TP),
+			Profit: money(p.Profit), Swap: money(p.Swap), Comment: p.Comment, OpenTime: p.TimeOpen,
+			UpdateTime: p.UpdateTime}
+		if qt, ok2 := h.quotes.Quote(p.Symbol); ok2 && ok {
+			cur := qt.Bid // a buy closes at the bid, a sell at the ask
+			if p.Direction == 1 {
+				cur = qt.Ask
+			}
+			r.CurrentPrice = sd.price(cur)
+			if profit, ok := h.floatingProfit(p, spec, cur, currency); ok {
+				r.Profit = money(profit)
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// floatingProfit is (close - open) * volume * contract size (negated for a sell) in the
+// profit currency, converted to the deposit currency and rounded to cents.
+func (h PositionsHandler) floatingProfit(p Position, spec SymbolSpec, cur apd.Decimal, currency string) (apd.Decimal, bool) {
+	if currency == "" {
+		return apd.Decimal{}, false
+	}
+	diff := dec.Sub(cur, p.PriceOpen)
+	if p.Direction == 1 {
+		diff = dec.Neg(diff)
+	}
+	raw := dec.Mul(dec.Mul(diff, p.Volume), spec.ContractSize)
+	v, ok := h.convert(raw, spec.CurrencyProfit, currency)
+	if !ok {
+		return apd.Decimal{}, false
+	}
+	return dec.Round(v, 2), true
+}
+
+// convert converts amount between currencies at the latest quotes, unrounded: USC is a
+// hundredth of a USD; other currencies go through USD via the symbol cUSD (its bid) or USDc
+// (1/ask).
+func (h PositionsHandler) convert(amount apd.Decimal, from, to string) (apd.Decimal, bool) {
+	switch {
+	case from == to || amount.IsZero():
+		return amount, true
+	case from == "USD" && to == "USC":
+		return dec.Mul(amount, dec.New(100, 0)), true
+	case from == "USC" && to == "USD":
+		return dec.Mul(amount, dec.New(1, -2)), true
+	}
+	rf, ok1 := h.toUSD(from)
+	rt, ok2 := h.toUSD(to)
+	if !ok1 || !ok2 || rt.IsZero() {
+		return apd.Decimal{}, false
+	}
+	return dec.Quo(dec.Mul(amount, rf), rt), true
+}
+
+func (h PositionsHandler) toUSD(c string) (apd.Decimal, bool) {
+	switch c {
+	case "USD":
+		return dec.New(1, 0), true
+	case "USC":
+		return dec.New(1, -2), true
+	}
+	if q, ok := h.quotes.Quote(c + "USD"); ok {
+		return q.Bid, true
+	}
+	if q, ok := h.quotes.Quote("USD" + c); ok && !q.Ask.IsZero() {
+		return dec.Quo(dec.New(1, 0), q.Ask), true
+	}
+	return apd.Decimal{}, false
+}
