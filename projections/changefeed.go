@@ -71,6 +71,9 @@ const changeFeedPage = 1000
 type ChangeFeed struct {
 	cfg ChangeFeedConfig
 
+	ready     chan struct{}
+	readyOnce sync.Once
+
 	mu         sync.Mutex
 	last       int64
 	positioned bool
@@ -90,7 +93,7 @@ func NewChangeFeed(cfg ChangeFeedConfig) (*ChangeFeed, error) {
 	if cfg.Poll == 0 {
 		cfg.Poll = 500 * time.Millisecond
 	}
-	return &ChangeFeed{cfg: cfg, watchers: map[string]map[chan struct{}]struct{}{},
+	return &ChangeFeed{cfg: cfg, ready: make(chan struct{}), watchers: map[string]map[chan struct{}]struct{}{},
 		subs: map[*Subscription]struct{}{}}, nil
 }
 
@@ -166,8 +169,13 @@ func (f *ChangeFeed) position(ctx context.Context, conn *pgx.Conn) error {
 	f.mu.Lock()
 	f.last, f.positioned = last, true
 	f.mu.Unlock()
+	f.readyOnce.Do(func() { close(f.ready) })
 	return nil
 }
+
+// Ready is closed once Run has taken its starting position: every change committed after
+// that is delivered.
+func (f *ChangeFeed) Ready() <-chan struct{} { return f.ready }
 
 // catchUp reads and dispatches every row after the last one, a page at a time.
 func (f *ChangeFeed) catchUp(ctx context.Context, conn *pgx.Conn) error {
