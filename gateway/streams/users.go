@@ -1,0 +1,177 @@
+package streams
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"tradesvc/events"
+)
+
+// Users serves the user data stream and the listen-key endpoints: one active listen key per
+// API key, 60 minutes from its creation or last keepalive; one connection per listen key
+// carries the events of every login in the key's scope.
+type Users struct {
+	cfg      *Config
+	feed     ChangeFeed
+	keys     Keys
+	switches Switches
+	store    ListenKeyStore
+	log      *slog.Logger
+
+	mu   sync.Mutex
+	open map[string]map[*userConn]struct{} // listen key → its connections on this gateway
+}
+
+// Rejections of the listen-key endpoints and the user-stream upgrade.
+var (
+	errNoListenKey = events.Reject(events.CodeInvalidListenKey, "This listen key does not exist or is not the active one.")
+	errTradingOff  = events.Reject(events.CodeTradingOff, "Trading is switched off; the user data stream is unavailable. Retry with backoff.")
+	errUnavailable = events.Reject(events.CodeUnavailable, "Service unavailable; nothing was done. Retry with backoff.")
+)
+
+// listenKeyLen is the length of a listen key: 64 letters and digits (no '@', which market
+// stream names always contain, so /ws/<name> tells the two apart).
+const listenKeyLen = 64
+
+const alphanumeric = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+// newListenKey draws a listen key from crypto/rand (about 380 bits).
+func newListenKey() (string, error) {
+	b := make([]byte, 0, listenKeyLen)
+	var buf [96]byte
+	for len(b) < listenKeyLen {
+		if _, err := rand.Read(buf[:]); err != nil {
+			return "", fmt.Errorf("streams: draw listen key: %w", err)
+		}
+		for _, x := range buf {
+			// 248 is the largest multiple of 62 below 256: rejecting above it keeps every
+			// character equally likely.
+			if x < 248 && len(b) < listenKeyLen {
+				b = append(b, alphanumeric[x%62])
+			}
+		}
+	}
+	return string(b), nil
+}
+
+// validListenKey reports whether s has the shape of a listen key.
+func validListenKey(s string) bool {
+	if len(s) != listenKeyLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+// CreateListenKey answers POST /v1/listenKey: the API key's active listen key while it lives,
+// else a new one.
+func (u *Users) CreateListenKey(ctx context.Context, apiKeyID int64, apiKey string) (string, error) {
+	key, err := newListenKey()
+	if err != nil {
+		return "", err
+	}
+	now := u.cfg.Clock()
+	lk, err := u.store.Create(ctx, ListenKey{Key: key, APIKeyID: apiKeyID, APIKey: apiKey, CreatedAt: now,
+		ExpiresAt: now.Add(u.cfg.ListenKeyLifetime)}, now)
+	if err != nil {
+		return "", fmt.Errorf("create listen key: %w", err)
+	}
+	return lk.Key, nil
+}
+
+// ExtendListenKey answers PUT /v1/listenKey: the active listen key (the named one, which
+// must be the active one, or whichever is active when listenKey is empty) lives
+// ListenKeyLifetime from now. No active key: -1125.
+func (u *Users) ExtendListenKey(ctx context.Context, apiKeyID int64, listenKey string) error {
+	if listenKey != "" && !validListenKey(listenKey) {
+		return errNoListenKey
+	}
+	now := u.cfg.Clock()
+	_, ok, err := u.store.Extend(ctx, apiKeyID, listenKey, now, now.Add(u.cfg.ListenKeyLifetime))
+	if err != nil {
+		return fmt.Errorf("extend listen key: %w", err)
+	}
+	if !ok {
+		return errNoListenKey
+	}
+	return nil
+}
+
+// DeleteListenKey answers DELETE /v1/listenKey: the listen key is deactivated at once and its
+// sockets on this gateway close (other gateways close theirs within UserRecheck).
+func (u *Users) DeleteListenKey(ctx context.Context, apiKeyID int64, listenKey string) error {
+	if listenKey != "" && !validListenKey(listenKey) {
+		return errNoListenKey
+	}
+	lk, ok, err := u.store.Delete(ctx, apiKeyID, listenKey, u.cfg.Clock())
+	if err != nil {
+		return fmt.Errorf("delete listen key: %w", err)
+	}
+	if !ok {
+		return errNoListenKey
+	}
+	u.mu.Lock()
+	for c := range u.open[lk.Key] {
+		c.shut(closeNormal, "listen key deleted", nil)
+	}
+	u.mu.Unlock()
+	return nil
+}
+
+// admit checks a user-stream upgrade: trading on (-1017), the listen key active (-1125) and
+// its API key still valid (-1125: a revoked key's listen keys do not exist any more).
+func (u *Users) admit(ctx context.Context, listenKey string) (ListenKey, KeyScope, error) {
+	if !validListenKey(listenKey) {
+		return ListenKey{}, KeyScope{}, errNoListenKey
+	}
+	if !u.switches.TradingEnabled(ctx) {
+		return ListenKey{}, KeyScope{}, errTradingOff
+	}
+	lk, ok, err := u.store.Get(ctx, listenKey)
+	if err != nil {
+		u.log.Error("streams: read listen key", "err", err)
+		return ListenKey{}, KeyScope{}, errUnavailable
+	}
+	if !ok || !lk.Active(u.cfg.Clock()) {
+		return ListenKey{}, KeyScope{}, errNoListenKey
+	}
+	ks, ok, err := u.keys.Key(ctx, lk.APIKey)
+	if err != nil {
+		u.log.Error("streams: read api key", "err", err)
+		return ListenKey{}, KeyScope{}, errUnavailable
+	}
+	if !ok || ks.Revoked || ks.ID != lk.APIKeyID {
+		return ListenKey{}, KeyScope{}, errNoListenKey
+	}
+	return lk, ks, nil
+}
+
+func (u *Users) register(c *userConn) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	set := u.open[c.lk.Key]
+	if set == nil {
+		set = make(map[*userConn]struct{})
+		u.open[c.lk.Key] = set
+	}
+	set[c] = struct{}{}
+}
+
+func (u *Users) unregister(c *userConn) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if set := u.open[c.lk.Key]; set != nil {
+		delete(set, c)
+		if len(set) == 0 {
+			delete(u.open, c.lk.Key)
+		}
+	}
+}
