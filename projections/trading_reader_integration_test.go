@@ -233,3 +233,29 @@ func TestDealsReaderReturnsClosingTradesDeduplicatedInTheirWindow(t *testing.T) 
 		t.Fatalf("deal %+v", d)
 	}
 }
+
+func TestTradingProjectionPrunesChangeRowsOlderThanTheRetention(t *testing.T) {
+	ctx := context.Background()
+	pool := testenv.MigratedPG(t)
+	if _, err := pool.Exec(ctx, `INSERT INTO rm.changes (login, kind, event, created_at) VALUES
+		(1, 'DEAL', '{}', now() - interval '2 hours'), (1, 'DEAL', '{}', now() - interval '10 minutes')`); err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewTrading(TradingConfig{Pool: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct := &events.AccountChanged{Seq: 1, Login: 1, Change: events.ChangeUpdate, Balance: dec.MustParse("1"),
+		Credit: dec.MustParse("0"), Time: 1}
+	if err := p.Apply(ctx, msgs(acct)); err != nil {
+		t.Fatal(err)
+	}
+	var old, kept int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE created_at < now() - interval '1 hour'),
+		count(*) FILTER (WHERE created_at >= now() - interval '1 hour') FROM rm.changes`).Scan(&old, &kept); err != nil {
+		t.Fatal(err)
+	}
+	if old != 0 || kept != 2 { // the recent row and the batch's ACCOUNT_UPDATE
+		t.Fatalf("after pruning: %d old rows, %d recent rows", old, kept)
+	}
+}
