@@ -270,9 +270,9 @@ func (f *ChangeFeed) WatchOperation(operationID string) (<-chan struct{}, func()
 }
 
 // Subscribe delivers, in seq order, every DEAL, ORDER_UPDATE, POSITION_UPDATE and
-// ACCOUNT_UPDATE change committed after it returns whose login match accepts (match runs on
-// the feed's goroutine and must be quick). buf is the subscription's buffer; a subscriber
-// that lets it fill is ended with ErrLagged.
+// ACCOUNT_UPDATE change committed after it returns (and after the feed is Ready) whose login
+// match accepts (match runs on the feed's goroutine and must be quick). buf is the
+// subscription's buffer; a subscriber that lets it fill is ended with ErrLagged.
 func (f *ChangeFeed) Subscribe(match func(login int64) bool, buf int) *Subscription {
 	s := &Subscription{match: match, ch: make(chan Change, max(buf, 1)), done: make(chan struct{}), feed: f}
 	f.mu.Lock()
