@@ -50,6 +50,9 @@ type Client struct {
 	Now func() time.Time
 	// RecvWindow is sent when non-zero.
 	RecvWindow int64
+	// Check, when set, is called with every request sent and its buffered response; an error
+	// it returns is returned with the response (openapicheck validates against the contract).
+	Check func(*http.Request, *Response) error
 }
 
 // Response is a buffered answer.
@@ -187,5 +190,11 @@ func (c *Client) send(ctx context.Context, method, path, rawQuery, body string, 
 	if err != nil {
 		return nil, fmt.Errorf("gwclient: read body: %w", err)
 	}
-	return &Response{Status: res.StatusCode, Header: res.Header, Body: b}, nil
+	out := &Response{Status: res.StatusCode, Header: res.Header, Body: b}
+	if c.Check != nil {
+		if err := c.Check(req, out); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }

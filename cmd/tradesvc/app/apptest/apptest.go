@@ -24,6 +24,7 @@ import (
 
 	"tradesvc/cmd/tradesvc/app"
 	"tradesvc/gateway/gwclient"
+	"tradesvc/gateway/gwclient/openapicheck"
 	"tradesvc/infra/clickhouse"
 	"tradesvc/infra/config"
 	"tradesvc/infra/keys"
@@ -44,6 +45,8 @@ type Service struct {
 
 	pollOnce sync.Once
 	poll     Key
+	// check validates every response of Client against docs/openapi.yaml.
+	check func(*http.Request, *gwclient.Response) error
 }
 
 // Vars returns the configuration of one test's isolated service: its own topic prefix,
@@ -142,7 +145,11 @@ func Serve(t testing.TB, p *Process) *Service {
 		t.Fatalf("pg pool: %v", err)
 	}
 	t.Cleanup(pg.Close)
-	return &Service{App: p.App, Config: p.Config, BaseURL: "https://" + addr, TLS: tlsCfg, PG: pg,
+	contract, err := openapicheck.Repo()
+	if err != nil {
+		t.Fatalf("the REST contract: %v", err)
+	}
+	return &Service{App: p.App, Config: p.Config, BaseURL: "https://" + addr, TLS: tlsCfg, PG: pg, check: contract.Check,
 		HTTP: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg, MaxIdleConnsPerHost: 64}}}
 }
 
@@ -241,9 +248,10 @@ func (s *Service) keyStore(t testing.TB) *keys.Store {
 }
 
 // Client returns a gateway client for key (zero Key: no key header) over the service's
-// keep-alive HTTPS client.
+// keep-alive HTTPS client. Every response it receives is validated against docs/openapi.yaml:
+// a response the contract does not allow comes back with an error.
 func (s *Service) Client(k Key) *gwclient.Client {
-	return &gwclient.Client{BaseURL: s.BaseURL, APIKey: k.APIKey, Secret: k.Secret, HTTP: s.HTTP}
+	return &gwclient.Client{BaseURL: s.BaseURL, APIKey: k.APIKey, Secret: k.Secret, HTTP: s.HTTP, Check: s.check}
 }
 
 // pollKey is a key used only by the Wait helpers: every login of the default seed and a

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# The REST contract against the running service: schemathesis (pinned in infra/local/schemathesis/requirements.txt,
+# installed into .run/venv-schemathesis) runs `--checks all` over every operation of docs/openapi.yaml against a
+# `tradesvc serve` of its own on the test-profile services, with the hooks of infra/local/schemathesis/hooks.py
+# (API key, signatures of USER_DATA / TRADE calls). Prints how many cases it generated; fails on any failure.
+#
+# The service is isolated like an end-to-end test: its own Postgres and ClickHouse databases, topic prefix, run
+# directory under /tmp and free loopback ports. Whatever happens, the service is stopped and the databases and topics
+# are dropped at the end. `make test` (infra/local/test.sh) calls it after go test, with the test services up; run
+# alone it starts them (and stops them afterwards, unless KEEP_SERVICES=1).
+#
+#   SCHEMATHESIS_MAX_EXAMPLES   cases per operation in the fuzzing phase (default 25)
+#   SCHEMATHESIS_WORKERS        concurrent workers (default 2: the machines have 2 cores)
+#   SCHEMATHESIS_ARGS           extra arguments for `schemathesis run` (e.g. --include-tag market, --seed N)
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+cd "$ROOT"
+
+MAX_EXAMPLES=${SCHEMATHESIS_MAX_EXAMPLES:-25}
+WORKERS=${SCHEMATHESIS_WORKERS:-2}
+ST_DIR=$HERE/schemathesis
+VENV=$ROOT/.run/venv-schemathesis
+OUT=$ROOT/.run/test/schemathesis
+LOGINS=1001,1002,1003,1004,1005,1006
+
+if [[ -z ${TRADESVC_TEST_PG_URL:-} ]]; then
+  with_test_services
+fi
+PG_ADMIN=${TRADESVC_TEST_PG_URL:-postgres://tradesvc@127.0.0.1:25432/tradesvc?sslmode=disable}
+KAFKA=${TRADESVC_TEST_KAFKA_BROKERS:-127.0.0.1:29092}
+CH=${TRADESVC_TEST_CH_ADDR:-127.0.0.1:29000}
+
+# --- the pinned schemathesis --------------------------------------------------------------------------------------
+install_schemathesis() {
+  local stamp=$VENV/.requirements.sha256 want
+  want=$(sha256sum "$ST_DIR/requirements.txt" | cut -d' ' -f1)
+  if [[ -x $VENV/bin/schemathesis && -f $stamp && $(cat "$stamp") == "$want" ]]; then
+    return 0
+  fi
+  command -v python3 >/dev/null || apt_install python3 python3-venv
+  python3 -m venv --help >/dev/null 2>&1 || apt_install python3-venv
+  log "installing schemathesis into .run/venv-schemathesis (pinned: infra/local/schemathesis/requirements.txt)"
+  rm -rf "$VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --disable-pip-version-check -q -r "$ST_DIR/requirements.txt"
+  echo "$want" >"$stamp"
+}
+install_schemathesis
+log "$("$VENV/bin/schemathesis" --version)"
+
+# --- an isolated service --------------------------------------------------------------------------------------------
+NAME=st_$(date +%s)_$$
+RUN_DIR=$(mktemp -d /tmp/tradesvc-schemathesis.XXXXXX)
+mkdir -p "$OUT"
+SVC_LOG=$OUT/tradesvc.log
+SVC_PID=
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+cleanup() {
+  local rc=$?
+  if [[ -n $SVC_PID ]] && ! pid_gone "$SVC_PID"; then
+    kill -TERM "$SVC_PID" 2>/dev/null || true
+    wait_until 30 "tradesvc (schemathesis) to stop" pid_gone "$SVC_PID" || kill -KILL "$SVC_PID" 2>/dev/null || true
+  fi
+  psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $NAME WITH (FORCE)" >/dev/null 2>&1 || log "could not drop Postgres database $NAME"
+  clickhouse-client --host 127.0.0.1 --port "${CH##*:}" -q "DROP DATABASE IF EXISTS $NAME" >/dev/null 2>&1 ||
+    log "could not drop ClickHouse database $NAME"
+  "$HERE/kafka.sh" tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$KAFKA" --delete --topic "$NAME\\..*" \
+    >/dev/null 2>&1 || log "could not delete the topics $NAME.*"
+  rm -rf "$RUN_DIR"
+  return $rc
+}
+# Chain with a trap already set (with_test_services stops the services when run alone).
+prev_trap=$(trap -p EXIT | sed -E "s/^trap -- '(.*)' EXIT$/\1/")
+# shellcheck disable=SC2064
+trap "cleanup; ${prev_trap:-:}" EXIT
+
+psql -q "$PG_ADMIN" -c "CREATE DATABASE $NAME" >/dev/null
+PORT=$(free_port)
+export TRADESVC_LISTEN=127.0.0.1:$PORT
+export TRADESVC_SIM_LISTEN=127.0.0.1:$(free_port)
+export TRADESVC_METRICS_LISTEN=127.0.0.1:$(free_port)
+export TRADESVC_RUN_DIR=$RUN_DIR
+export TRADESVC_KAFKA_BROKERS=$KAFKA
+export TRADESVC_TOPIC_PREFIX=$NAME.
+export TRADESVC_PG_URL=${PG_ADMIN/\/tradesvc\?//$NAME?}
+export TRADESVC_CH_ADDR=$CH
+export TRADESVC_CH_DATABASE=$NAME
+export TRADESVC_LOG_LEVEL=warn
+
+log "go build -o .run/test/schemathesis/tradesvc ./cmd/tradesvc"
+go build -o "$OUT/tradesvc" ./cmd/tradesvc
+BIN=$OUT/tradesvc
+log "starting tradesvc serve on $TRADESVC_LISTEN (topics $NAME.*, databases $NAME; log .run/test/schemathesis/tradesvc.log)"
+"$BIN" serve >"$SVC_LOG" 2>&1 </dev/null &
+SVC_PID=$!
+
+export TRADESVC_BASE_URL=https://$TRADESVC_LISTEN
+export TRADESVC_CA_CERT=$RUN_DIR/tls/ca.pem
+up() {
+  pid_gone "$SVC_PID" && { tail -n 40 "$SVC_LOG" >&2; die "tradesvc exited during start-up"; }
+  [[ -s $TRADESVC_CA_CERT ]] && curl -sf --max-time 2 --cacert "$TRADESVC_CA_CERT" "$TRADESVC_BASE_URL/v1/ping" >/dev/null 2>&1
+}
+wait_until 90 "tradesvc to answer /v1/ping" up || { tail -n 40 "$SVC_LOG" >&2; die "tradesvc did not start"; }
+
+key_json=$("$BIN" keys create --logins "$LOGINS")
+json_field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$key_json" "$1"; }
+export TRADESVC_API_KEY TRADESVC_API_SECRET
+TRADESVC_API_KEY=$(json_field apiKey)
+TRADESVC_API_SECRET=$(json_field apiSecret)
+# schemathesis sends thousands of requests a minute: the key's own limits are raised so that rate limiting (tested
+# on its own in gateway/e2e) never stands between a request and the behaviour under test.
+psql -q "$TRADESVC_PG_URL" -c "UPDATE cmd.api_keys SET weight_per_minute = 1000000000, orders_10s = 1000000000,
+  orders_1m = 1000000000, updated_at = now() WHERE api_key = '$TRADESVC_API_KEY'" >/dev/null
+
+log "waiting until reference data, quotes and the accounts of $LOGINS are projected"
+ready() {
+  (cd "$ST_DIR" && TRADESVC_EXPECT_LOGINS=$LOGINS "$VENV/bin/python" -c '
+import os, sys, time, hooks
+want = {int(x) for x in os.environ["TRADESVC_EXPECT_LOGINS"].split(",")}
+a = hooks.Live(); a._fetch(); time.sleep(1)
+b = hooks.Live(); b._fetch()
+sys.exit(0 if set(b.logins) == want and (a.symbols, a.quoted) == (b.symbols, b.quoted) else 1)
+' >/dev/null 2>&1)
+}
+wait_until 90 "the service to be ready" ready || { tail -n 40 "$SVC_LOG" >&2; die "the service never became ready"; }
+
+# --- the run ----------------------------------------------------------------------------------------------------------
+REPORT=$OUT/report
+rm -rf "$REPORT"
+log "schemathesis run docs/openapi.yaml --checks all --max-examples $MAX_EXAMPLES --workers $WORKERS ${SCHEMATHESIS_ARGS:-}"
+t0=$SECONDS
+set +e
+# shellcheck disable=SC2086
+(cd "$ST_DIR" && PYTHONPATH=$ST_DIR SCHEMATHESIS_HOOKS=hooks "$VENV/bin/schemathesis" --config-file schemathesis.toml \
+  run "$ROOT/docs/openapi.yaml" --url "$TRADESVC_BASE_URL" --tls-verify "$TRADESVC_CA_CERT" --checks all \
+  --max-examples "$MAX_EXAMPLES" --workers "$WORKERS" --request-timeout 20 --no-color \
+  --report junit --report-junit-path "$REPORT/junit.xml" ${SCHEMATHESIS_ARGS:-}) 2>&1 | tee "$OUT/schemathesis.log"
+rc=${PIPESTATUS[0]}
+set -e
+elapsed=$((SECONDS - t0))
+cases=$(grep -oE '[0-9]+ generated' "$OUT/schemathesis.log" | tail -n1 | grep -oE '[0-9]+' || echo 0)
+ops=$(grep -oE 'Tested: [0-9]+' "$OUT/schemathesis.log" | tail -n1 | grep -oE '[0-9]+' || echo 0)
+echo "schemathesis: $cases cases generated over $ops operations in ${elapsed}s (log .run/test/schemathesis/schemathesis.log)"
+((rc == 0)) || die "schemathesis found failures (exit $rc): docs/openapi.yaml and the service disagree"
+((cases > 0)) || die "schemathesis generated no case"
