@@ -107,7 +107,7 @@ type HandlerFunc func(c *fiber.Ctx, r *Request) error
 // SecTrade, an Orders function, AccountScoped and RequireAccount.
 func (s *Server) Handle(ep Endpoint, h HandlerFunc) {
 	s.fiber.Add(ep.Method, ep.Path, s.pipeline(ep, h))
-	s.methods.add(ep.Path, ep.Method)
+	s.methods.add(Route{Method: ep.Method, Path: ep.Path, Security: ep.Security})
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}

@@ -2,29 +2,76 @@ package gateway
 
 import (
 	"errors"
+	"sort"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 )
 
-// routeMethods records, per path, the methods some route serves, so that a request for a
-// known path with another method is answered 405 with an Allow header (RFC 9110) naming them.
-type routeMethods map[string][]string
+// Route is one method and path the gateway serves.
+type Route struct {
+	Method   string
+	Path     string
+	Security Security
+	// Retired routes answer -1016 (410) whatever the request.
+	Retired bool
+}
 
-// add records that path serves method (once).
-func (m routeMethods) add(path, method string) {
-	for _, have := range m[path] {
-		if have == method {
+// routeMethods records, per path, the routes serving it, so that a request for a known path
+// with another method is answered 405 with an Allow header (RFC 9110) naming their methods.
+type routeMethods map[string][]Route
+
+// add records a route (once per method and path).
+func (m routeMethods) add(r Route) {
+	for _, have := range m[r.Path] {
+		if have.Method == r.Method {
 			return
 		}
 	}
-	m[path] = append(m[path], method)
+	m[r.Path] = append(m[r.Path], r)
 }
 
 // allow is the Allow header value for path, or "" when no route serves it.
 func (m routeMethods) allow(path string) string {
-	return strings.Join(m[path], ", ")
+	methods := make([]string, 0, len(m[path]))
+	for _, r := range m[path] {
+		methods = append(methods, r.Method)
+	}
+	return strings.Join(methods, ", ")
+}
+
+// Routes lists every method and path the gateway serves (tests compare them with the contract,
+// docs/openapi.yaml), sorted by path and method.
+func (s *Server) Routes() []Route {
+	var out []Route
+	for _, rs := range s.methods {
+		out = append(out, rs...)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Path != out[j].Path {
+			return out[i].Path < out[j].Path
+		}
+		return out[i].Method < out[j].Method
+	})
+	return out
+}
+
+// String is the security type's name in the spec (NONE, MARKET_DATA, USER_STREAM, USER_DATA, TRADE).
+func (s Security) String() string {
+	switch s {
+	case SecNone:
+		return "NONE"
+	case SecMarketData:
+		return "MARKET_DATA"
+	case SecUserStream:
+		return "USER_STREAM"
+	case SecUserData:
+		return "USER_DATA"
+	case SecTrade:
+		return "TRADE"
+	}
+	return "UNKNOWN"
 }
 
 // allowHeader adds Allow to a 405 answer: the methods the request's path is served with.

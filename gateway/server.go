@@ -74,7 +74,7 @@ func New(cfg Config, deps Deps, app Application) (*Server, error) {
 	for _, p := range cfg.RetiredPaths {
 		s.fiber.All(p, func(*fiber.Ctx) error { return errRetired })
 		for _, m := range s.fiber.Config().RequestMethods {
-			s.methods.add(p, m)
+			s.methods.add(Route{Method: m, Path: p, Retired: true})
 		}
 	}
 	s.fiber.Server().Handler = s.guardMethods(s.fiber.Server().Handler)
