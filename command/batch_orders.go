@@ -54,9 +54,8 @@ type BatchOrdersHandler struct {
 }
 
 // NewBatchOrdersHandler builds the handler.
-func NewBatchOrdersHandler(records *Records, log Appender, ops OperationReader, v *Validator, accounts AccountReader,
-	now clock) (BatchOrdersHandler, error) {
-	c, err := newCore(records, log, ops, now)
+func NewBatchOrdersHandler(s Shared, v *Validator, accounts AccountReader) (BatchOrdersHandler, error) {
+	c, err := newCore(s)
 	if err != nil {
 		return BatchOrdersHandler{}, err
 	}
@@ -134,7 +133,11 @@ func (h BatchOrdersHandler) Handle(ctx context.Context, cmd BatchOrders) (BatchR
 			continue
 		}
 		slot := &out.Items[t.slot]
-		t.ev = orderEvent(cmd.Caller, slot.Login, slot.ClientOrderID, t.o)
+		head, err := h.core.header(ctx, cmd.Caller, slot.Login, slot.ClientOrderID)
+		if err != nil {
+			return BatchResult{}, err
+		}
+		t.ev = orderEvent(head, t.o)
 		envs, err := h.core.log.Wrap(t.ev)
 		if err != nil {
 			return BatchResult{}, err

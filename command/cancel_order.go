@@ -24,9 +24,8 @@ type CancelOrderHandler struct {
 }
 
 // NewCancelOrderHandler builds the handler.
-func NewCancelOrderHandler(records *Records, log Appender, ops OperationReader, v *Validator, orders OrderReader,
-	now clock) (CancelOrderHandler, error) {
-	c, err := newCore(records, log, ops, now)
+func NewCancelOrderHandler(s Shared, v *Validator, orders OrderReader) (CancelOrderHandler, error) {
+	c, err := newCore(s)
 	if err != nil {
 		return CancelOrderHandler{}, err
 	}
@@ -49,7 +48,11 @@ func (h CancelOrderHandler) Handle(ctx context.Context, cmd CancelOrder) (Result
 	if err != nil {
 		return h.core.refused(ctx, h.v.symbols, cmd.Caller, coid, given, query.KindCancelOrder, cmd.Login, RespRESULT, err)
 	}
-	ev := &events.OrderCancelRequested{Operation: header(cmd.Caller, cmd.Login, coid, newOperationID(), newTag()),
+	head, err := h.core.header(ctx, cmd.Caller, cmd.Login, coid)
+	if err != nil {
+		return Result{}, err
+	}
+	ev := &events.OrderCancelRequested{Operation: head,
 		OrderID: o.OrderID, Symbol: o.Symbol, Side: orderSide(o), Type: typeName(o.Type)}
 	rec, created, err := h.core.submit(ctx, newOperation{caller: cmd.Caller, coid: coid, kind: query.KindCancelOrder,
 		login: cmd.Login, id: ev.OperationID, tag: ev.Tag, evs: []events.Event{ev}})

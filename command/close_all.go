@@ -40,9 +40,8 @@ type CloseAllHandler struct {
 }
 
 // NewCloseAllHandler builds the handler.
-func NewCloseAllHandler(records *Records, log Appender, ops OperationReader, v *Validator, positions PositionReader,
-	now clock) (CloseAllHandler, error) {
-	c, err := newCore(records, log, ops, now)
+func NewCloseAllHandler(s Shared, v *Validator, positions PositionReader) (CloseAllHandler, error) {
+	c, err := newCore(s)
 	if err != nil {
 		return CloseAllHandler{}, err
 	}
@@ -74,11 +73,18 @@ func (h CloseAllHandler) Handle(ctx context.Context, cmd CloseAll) (SweepResult,
 	if err != nil {
 		return SweepResult{}, fmt.Errorf("read open positions of %d: %w", cmd.Login, err)
 	}
-	sweep := &events.SweepRequested{Operation: header(cmd.Caller, cmd.Login, coid, newOperationID(), newTag()),
-		Legs: []events.SweepLeg{}}
+	head, err := h.core.header(ctx, cmd.Caller, cmd.Login, coid)
+	if err != nil {
+		return SweepResult{}, err
+	}
+	sweep := &events.SweepRequested{Operation: head, Legs: []events.SweepLeg{}}
 	evs := []events.Event{sweep}
 	for _, pos := range open {
-		leg := &events.PositionCloseRequested{Operation: header(cmd.Caller, cmd.Login, coid, newOperationID(), newTag()),
+		legHead, err := h.core.header(ctx, cmd.Caller, cmd.Login, coid)
+		if err != nil {
+			return SweepResult{}, err
+		}
+		leg := &events.PositionCloseRequested{Operation: legHead,
 			PositionID: pos.PositionID, Symbol: pos.Symbol, Side: closingSide(pos), SweepID: sweep.OperationID}
 		sweep.Legs = append(sweep.Legs, events.SweepLeg{PositionID: pos.PositionID, OperationID: leg.OperationID,
 			ClientOrderID: coid, Tag: leg.Tag})

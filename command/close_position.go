@@ -26,9 +26,8 @@ type ClosePositionHandler struct {
 }
 
 // NewClosePositionHandler builds the handler.
-func NewClosePositionHandler(records *Records, log Appender, ops OperationReader, v *Validator, positions PositionReader,
-	now clock) (ClosePositionHandler, error) {
-	c, err := newCore(records, log, ops, now)
+func NewClosePositionHandler(s Shared, v *Validator, positions PositionReader) (ClosePositionHandler, error) {
+	c, err := newCore(s)
 	if err != nil {
 		return ClosePositionHandler{}, err
 	}
@@ -107,7 +106,11 @@ func (h ClosePositionHandler) validate(ctx context.Context, cmd ClosePosition, c
 		return nil, apd.Decimal{}, 0, errAccountTradeOff
 	}
 	// A full close carries no volume: the executor closes whatever the position holds.
-	ev := &events.PositionCloseRequested{Operation: header(cmd.Caller, cmd.Login, coid, newOperationID(), newTag()),
+	head, err := h.core.header(ctx, cmd.Caller, cmd.Login, coid)
+	if err != nil {
+		return nil, apd.Decimal{}, 0, err
+	}
+	ev := &events.PositionCloseRequested{Operation: head,
 		PositionID: pos.PositionID, Symbol: pos.Symbol, Side: closingSide(pos), Volume: vol}
 	return ev, pos.Volume, spec.Digits, nil
 }

@@ -20,6 +20,7 @@ type Handlers struct {
 // read models they validate against.
 type Deps struct {
 	Records    *Records
+	Tags       TagSource
 	Log        Appender
 	Operations OperationReader
 	Orders     OrderReader
@@ -41,14 +42,15 @@ func NewHandlers(d Deps) (Handlers, error) {
 	if err != nil {
 		return Handlers{}, err
 	}
+	s := Shared{Records: d.Records, Tags: d.Tags, Log: d.Log, Operations: d.Operations, Now: d.Now}
 	var h Handlers
 	var errs [7]error
-	h.PlaceOrder, errs[0] = NewPlaceOrderHandler(d.Records, d.Log, d.Operations, v, d.Now)
-	h.ModifyOrder, errs[1] = NewModifyOrderHandler(d.Records, d.Log, d.Operations, v, d.Orders, d.Now)
-	h.CancelOrder, errs[2] = NewCancelOrderHandler(d.Records, d.Log, d.Operations, v, d.Orders, d.Now)
-	h.ClosePosition, errs[3] = NewClosePositionHandler(d.Records, d.Log, d.Operations, v, d.Positions, d.Now)
-	h.ModifyPosition, errs[4] = NewModifyPositionHandler(d.Records, d.Log, d.Operations, v, d.Positions, d.Now)
-	h.CloseAll, errs[5] = NewCloseAllHandler(d.Records, d.Log, d.Operations, v, d.Positions, d.Now)
-	h.BatchOrders, errs[6] = NewBatchOrdersHandler(d.Records, d.Log, d.Operations, v, d.Accounts, d.Now)
+	h.PlaceOrder, errs[0] = NewPlaceOrderHandler(s, v)
+	h.ModifyOrder, errs[1] = NewModifyOrderHandler(s, v, d.Orders)
+	h.CancelOrder, errs[2] = NewCancelOrderHandler(s, v, d.Orders)
+	h.ClosePosition, errs[3] = NewClosePositionHandler(s, v, d.Positions)
+	h.ModifyPosition, errs[4] = NewModifyPositionHandler(s, v, d.Positions)
+	h.CloseAll, errs[5] = NewCloseAllHandler(s, v, d.Positions)
+	h.BatchOrders, errs[6] = NewBatchOrdersHandler(s, v, d.Accounts)
 	return h, errors.Join(errs[:]...)
 }

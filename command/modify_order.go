@@ -28,9 +28,8 @@ type ModifyOrderHandler struct {
 }
 
 // NewModifyOrderHandler builds the handler.
-func NewModifyOrderHandler(records *Records, log Appender, ops OperationReader, v *Validator, orders OrderReader,
-	now clock) (ModifyOrderHandler, error) {
-	c, err := newCore(records, log, ops, now)
+func NewModifyOrderHandler(s Shared, v *Validator, orders OrderReader) (ModifyOrderHandler, error) {
+	c, err := newCore(s)
 	if err != nil {
 		return ModifyOrderHandler{}, err
 	}
@@ -143,7 +142,11 @@ func (h ModifyOrderHandler) validate(ctx context.Context, cmd ModifyOrder, coid 
 	if !cmd.TradeAllowed {
 		return nil, 0, errAccountTradeOff
 	}
-	ev := &events.OrderModifyRequested{Operation: header(cmd.Caller, cmd.Login, coid, newOperationID(), newTag()),
+	head, err := h.core.header(ctx, cmd.Caller, cmd.Login, coid)
+	if err != nil {
+		return nil, 0, err
+	}
+	ev := &events.OrderModifyRequested{Operation: head,
 		OrderID: o.OrderID, Symbol: o.Symbol, Side: orderSide(o), Type: typ, Price: &price, SL: sl, TP: tp,
 		TimeInForce: tif, Expiration: exp}
 	if isStopLimit(typ) {

@@ -27,9 +27,8 @@ type ModifyPositionHandler struct {
 }
 
 // NewModifyPositionHandler builds the handler.
-func NewModifyPositionHandler(records *Records, log Appender, ops OperationReader, v *Validator, positions PositionReader,
-	now clock) (ModifyPositionHandler, error) {
-	c, err := newCore(records, log, ops, now)
+func NewModifyPositionHandler(s Shared, v *Validator, positions PositionReader) (ModifyPositionHandler, error) {
+	c, err := newCore(s)
 	if err != nil {
 		return ModifyPositionHandler{}, err
 	}
@@ -118,7 +117,11 @@ func (h ModifyPositionHandler) validate(ctx context.Context, cmd ModifyPosition,
 	if !cmd.TradeAllowed {
 		return nil, 0, errAccountTradeOff
 	}
-	return &events.PositionModifyRequested{Operation: header(cmd.Caller, cmd.Login, coid, newOperationID(), newTag()),
+	head, err := h.core.header(ctx, cmd.Caller, cmd.Login, coid)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &events.PositionModifyRequested{Operation: head,
 		PositionID: pos.PositionID, Symbol: pos.Symbol, Side: positionSide(pos), SL: sl, TP: tp}, spec.Digits, nil
 }
 

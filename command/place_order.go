@@ -24,8 +24,8 @@ type PlaceOrderHandler struct {
 }
 
 // NewPlaceOrderHandler builds the handler.
-func NewPlaceOrderHandler(records *Records, log Appender, ops OperationReader, v *Validator, now clock) (PlaceOrderHandler, error) {
-	c, err := newCore(records, log, ops, now)
+func NewPlaceOrderHandler(s Shared, v *Validator) (PlaceOrderHandler, error) {
+	c, err := newCore(s)
 	if err != nil {
 		return PlaceOrderHandler{}, err
 	}
@@ -53,7 +53,11 @@ func (h PlaceOrderHandler) Handle(ctx context.Context, cmd PlaceOrder) (Result, 
 	if err != nil {
 		return h.core.refused(ctx, h.v.symbols, cmd.Caller, coid, given, query.KindPlaceOrder, cmd.Login, rt, err)
 	}
-	ev := orderEvent(cmd.Caller, cmd.Login, coid, o)
+	head, err := h.core.header(ctx, cmd.Caller, cmd.Login, coid)
+	if err != nil {
+		return Result{}, err
+	}
+	ev := orderEvent(head, o)
 	rec, created, err := h.core.submit(ctx, newOperation{caller: cmd.Caller, coid: coid, kind: query.KindPlaceOrder,
 		login: cmd.Login, id: ev.OperationID, tag: ev.Tag, evs: []events.Event{ev}})
 	if err != nil {
@@ -67,8 +71,8 @@ func (h PlaceOrderHandler) Handle(ctx context.Context, cmd PlaceOrder) (Result, 
 }
 
 // orderEvent is the OrderRequested_v1 of a validated order.
-func orderEvent(c Caller, login int64, coid string, o order) *events.OrderRequested {
-	return &events.OrderRequested{Operation: header(c, login, coid, newOperationID(), newTag()),
+func orderEvent(head events.Operation, o order) *events.OrderRequested {
+	return &events.OrderRequested{Operation: head,
 		Symbol: o.Symbol, Side: o.Side, Type: o.Type, Volume: o.Volume, Price: o.Price, StopLimitPrice: o.StopLimitPrice,
 		SL: o.SL, TP: o.TP, TimeInForce: o.TimeInForce, Expiration: o.Expiration, Comment: o.Comment,
 		QuotedPrice: o.QuotedPrice}

@@ -127,12 +127,6 @@ func defaultMsg(status string) string {
 	return "The operation was rejected."
 }
 
-// Answered reports whether a wait for the operation is over: something answered it (its
-// status moved from the queued one, or it carries a code or a trade-server return code).
-func Answered(op query.Operation, queued string) bool {
-	return op.Status != queued || op.Code != 0 || op.Retcode != 0
-}
-
 // SweepResponse is the answer of DELETE /v1/allOpenPositions: the snapshot the sweep took,
 // one leg per position, with each leg's status as known now.
 type SweepResponse struct {

@@ -53,16 +53,32 @@ var errReused = events.Reject(events.CodeClientOrderIDReused,
 // operations read model.
 type core struct {
 	records *Records
+	tags    TagSource
 	log     Appender
 	ops     OperationReader
 	now     func() time.Time
 }
 
-func newCore(records *Records, log Appender, ops OperationReader, now func() time.Time) (core, error) {
-	if records == nil || log == nil || ops == nil || now == nil {
-		return core{}, errors.New("command: handlers need idempotency records, an appender, the operations read model and a clock")
+// TagSource hands out correlation tags no other operation has (*Tags).
+type TagSource interface {
+	Next(ctx context.Context) (string, error)
+}
+
+// Shared are what every command handler needs: its idempotency records, the correlation
+// tags, the log, the operations read model and a clock.
+type Shared struct {
+	Records    *Records
+	Tags       TagSource
+	Log        Appender
+	Operations OperationReader
+	Now        func() time.Time
+}
+
+func newCore(s Shared) (core, error) {
+	if s.Records == nil || s.Tags == nil || s.Log == nil || s.Operations == nil || s.Now == nil {
+		return core{}, errors.New("command: handlers need idempotency records, tags, an appender, the operations read model and a clock")
 	}
-	return core{records: records, log: log, ops: ops, now: now}, nil
+	return core{records: s.Records, tags: s.Tags, log: s.Log, ops: s.Operations, now: s.Now}, nil
 }
 
 // newOperation is an operation about to be recorded and queued.
@@ -76,9 +92,15 @@ type newOperation struct {
 	response json.RawMessage
 }
 
-// header is the Operation header of the operation's first attempt.
-func header(c Caller, login int64, coid, id, tag string) events.Operation {
-	return events.Operation{OperationID: id, Login: login, ClientOrderID: coid, Tag: tag, Attempt: 1, Requester: c.Requester}
+// header is the Operation header of a new operation's first attempt: a fresh operation id
+// and correlation tag.
+func (c core) header(ctx context.Context, caller Caller, login int64, coid string) (events.Operation, error) {
+	tag, err := c.tags.Next(ctx)
+	if err != nil {
+		return events.Operation{}, err
+	}
+	return events.Operation{OperationID: newOperationID(), Login: login, ClientOrderID: coid, Tag: tag, Attempt: 1,
+		Requester: caller.Requester}, nil
 }
 
 // submit records the operation and appends its events; a client order id already recorded

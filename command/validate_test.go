@@ -170,18 +170,21 @@ func TestClientOrderIDRules(t *testing.T) {
 	}
 }
 
-// TestTagShape: the correlation tag is '#' and six characters of [0-9A-Za-z].
-func TestTagShape(t *testing.T) {
+// TestFormatTag: a tag is '#' and six base-62 digits; distinct numbers give distinct tags,
+// from the first to the last of the space.
+func TestFormatTag(t *testing.T) {
+	for n, want := range map[int64]string{0: "#000000", 61: "#00000z", 62: "#000010", tagSpace - 1: "#zzzzzz"} {
+		if got := formatTag(n); got != want {
+			t.Errorf("formatTag(%d) = %q, want %q", n, got, want)
+		}
+	}
 	seen := map[string]bool{}
-	for range 1000 {
-		tag := newTag()
-		if len(tag) != TagLen || tag[0] != '#' {
-			t.Fatalf("tag %q", tag)
+	for n := int64(0); n < 5000; n++ {
+		tag := formatTag(n * 11400714 % tagSpace)
+		if len(tag) != TagLen || tag[0] != '#' || seen[tag] {
+			t.Fatalf("tag %q of %d", tag, n)
 		}
 		seen[tag] = true
-	}
-	if len(seen) < 999 {
-		t.Fatalf("only %d distinct tags in 1000", len(seen))
 	}
 }
 
@@ -217,18 +220,5 @@ func TestParseBatch(t *testing.T) {
 	items, err := parseBatch(`[{"login":1001,"volume":"0.01","expiration":1766000000000}]`)
 	if err != nil || items[0]["login"] != "1001" || items[0]["expiration"] != "1766000000000" {
 		t.Fatalf("items %v err %v", items, err)
-	}
-}
-
-// TestAnswered pins when a wait is over: a status other than the queued one, or a code.
-func TestAnswered(t *testing.T) {
-	if Answered(query.Operation{Status: "NEW"}, "NEW") {
-		t.Error("queued NEW without retcode counted as answered")
-	}
-	if !Answered(query.Operation{Status: "NEW", Retcode: 10008}, "NEW") {
-		t.Error("placed NEW with retcode 10008 not answered")
-	}
-	if !Answered(query.Operation{Status: "FILLED"}, "ACCEPTED") {
-		t.Error("FILLED not answered")
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"tradesvc/command"
 	"tradesvc/events"
+	"tradesvc/query"
 )
 
 // WaitLimit is how long RESULT and the endpoints that always wait wait for an answer.
@@ -132,7 +133,7 @@ func (s *Server) answer(c *fiber.Ctx, res command.Result, wait bool) error {
 // await waits for the operation's read model to be answered and returns it as reached; an
 // operation nobody answered in time keeps its queued status (HTTP 200).
 func (s *Server) await(ctx context.Context, res command.Result) command.Result {
-	if res.Known && command.Answered(res.Op, res.Queued) {
+	if res.Known && query.Answered(res.Op, res.Queued) {
 		return res
 	}
 	op, found, err := s.app.Queries.Operation.Await(ctx, res.Op.OperationID, res.Queued, WaitLimit)

@@ -255,7 +255,8 @@ func TestTradingProjectionDerivesEveryStateAndWritesTheChangeFeed(t *testing.T) 
 			return ""
 		})
 		cs := e.changes(login)
-		if got := kinds(cs, true); !slices.Equal(got, []string{"OPERATION", "DEAL", "POSITION_UPDATE"}) {
+		// The second OPERATION row: the deal confirms the fill (RESULT waits end on it).
+		if got := kinds(cs, true); !slices.Equal(got, []string{"OPERATION", "DEAL", "OPERATION", "POSITION_UPDATE"}) {
 			t.Fatalf("change kinds %v", got)
 		}
 		if cs[0].OperationID != "op-m1" || cs[0].Event["status"] != "FILLED" {
@@ -269,7 +270,7 @@ func TestTradingProjectionDerivesEveryStateAndWritesTheChangeFeed(t *testing.T) 
 			"s": "EURUSD", "S": "BUY", "en": "IN", "q": "1", "p": "1.10005", "rp": "0.0000", "n": "-3.5000",
 			"sw": "0.0000", "c": "hi#M00001", "T": "1800000001000"}
 		wantFrame(t, deal.Event, want)
-		pos := cs[2]
+		pos := cs[3]
 		wantFrame(t, pos.Event, map[string]string{"e": "POSITION_UPDATE", "E": "1800000001000", "L": "5001", "x": "NEW",
 			"i": "900", "s": "EURUSD", "S": "BUY", "q": "1", "p": "1.10000", "sl": "0", "tp": "0", "pr": "1.5000",
 			"sw": "0.0000", "c": "hi", "T": "1800000001000"})

@@ -77,6 +77,8 @@ type opDerived struct {
 	ExecPrice      *apd.Decimal
 	ExecutedVolume *apd.Decimal
 	UpdatedAt      int64
+	// Deals is how many distinct trading deals of the tag confirm the fill.
+	Deals int
 }
 
 // fillable kinds are those whose deals are their fills.
@@ -100,6 +102,9 @@ func (in *opInputs) answered() *opOutcome {
 func derive(in opInputs) opDerived {
 	d := deriveStatus(in)
 	d.UpdatedAt = in.updatedAt()
+	if fillable(in.Kind) {
+		d.Deals = in.Fills.Count
+	}
 	return d
 }
 
@@ -212,7 +217,7 @@ func copyDec(d *apd.Decimal) *apd.Decimal {
 // orderId or executedVolume.
 func visibleChange(a, b opDerived) bool {
 	return a.Status != b.Status || a.Code != b.Code || a.Retcode != b.Retcode || a.OrderID != b.OrderID ||
-		!decPtrEqual(a.ExecutedVolume, b.ExecutedVolume)
+		!decPtrEqual(a.ExecutedVolume, b.ExecutedVolume) || a.Deals != b.Deals
 }
 
 // anyChange reports whether any derived column differs.

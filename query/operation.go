@@ -48,7 +48,7 @@ func (a OperationAwaiter) Await(ctx context.Context, operationID, queued string,
 		if err != nil {
 			return op, ok, fmt.Errorf("read operation %s: %w", operationID, err)
 		}
-		if ok && (op.Status != queued || op.Code != 0 || op.Retcode != 0) {
+		if ok && Answered(op, queued) {
 			return op, true, nil
 		}
 		select {

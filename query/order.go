@@ -132,8 +132,11 @@ func operationOrder(op Operation, row *Order, sd symbolDigits) OrderRecord {
 	r := OrderRecord{Login: op.Login, OrderID: op.OrderID, ClientOrderID: op.ClientOrderID, Symbol: op.Symbol,
 		Side: op.Side, Type: op.Type, Status: op.Status, StopLimitPrice: sd.stopPtr(op.StopLimitPrice),
 		SL: sd.stopPtr(op.SL), TP: sd.stopPtr(op.TP), Comment: op.Comment + op.Tag, Time: op.RequestedAt,
-		UpdateTime: op.UpdatedAt, DealID: op.DealID, PositionID: op.PositionID, Code: op.Code, Msg: op.Msg,
+		UpdateTime: op.UpdatedAt, DealID: op.DealID, PositionID: op.PositionID, Code: op.Code,
 		MT5RetCode: op.Retcode}
+	if op.Code != 0 {
+		r.Msg = op.Msg // a message explains a refusal; a success needs none
+	}
 	if r.Type == "" && op.Kind == KindClosePosition {
 		r.Type = "MARKET"
 	}

@@ -195,3 +195,29 @@ func TestTicksLimitValidation(t *testing.T) {
 		t.Fatal(ticks, err)
 	}
 }
+
+// TestAnswered pins when a wait is over: a status other than the queued one, or a code; a
+// market fill or a close only once its deals confirm it.
+func TestAnswered(t *testing.T) {
+	for _, c := range []struct {
+		op   query.Operation
+		want bool
+	}{
+		{query.Operation{Kind: query.KindPlaceOrder, Type: "BUY_LIMIT", Status: "NEW"}, false},
+		{query.Operation{Kind: query.KindPlaceOrder, Type: "BUY_LIMIT", Status: "NEW", Retcode: 10008}, true},
+		{query.Operation{Kind: query.KindPlaceOrder, Type: "MARKET", Status: "FILLED", Retcode: 10009}, false},
+		{query.Operation{Kind: query.KindPlaceOrder, Type: "MARKET", Status: "FILLED", Retcode: 10009, Deals: 1}, true},
+		{query.Operation{Kind: query.KindClosePosition, Type: "MARKET", Status: "FILLED"}, false},
+		{query.Operation{Kind: query.KindPlaceOrder, Type: "MARKET", Status: "REJECTED", Code: -4010, Retcode: 10018}, true},
+		{query.Operation{Kind: query.KindModifyPosition, Status: "FILLED", Retcode: 10009}, true},
+		{query.Operation{Kind: query.KindCancelOrder, Status: "ACCEPTED"}, false},
+	} {
+		queued := "ACCEPTED"
+		if c.op.Kind == query.KindPlaceOrder && c.op.Type != "MARKET" {
+			queued = "NEW"
+		}
+		if got := query.Answered(c.op, queued); got != c.want {
+			t.Errorf("Answered(%+v) = %v, want %v", c.op, got, c.want)
+		}
+	}
+}

@@ -59,6 +59,23 @@ type Operation struct {
 	ExecutedVolume *apd.Decimal
 	UpdatedAt      int64
 	Version        int64
+	// Deals is how many distinct trading deals confirm the fill (market orders and closes).
+	Deals int
+}
+
+// Answered reports whether an operation has its answer, the point where a wait for it ends:
+// its status moved from the queued one, or it carries a code or a trade server's return code;
+// and a fill (of a market order or a close) is confirmed by its deals, so that a client that
+// reads its positions next sees the position the fill made.
+func Answered(op Operation, queued string) bool {
+	if op.Status == queued && op.Code == 0 && op.Retcode == 0 {
+		return false
+	}
+	fill := op.Status == "FILLED" || op.Status == "PARTIALLY_FILLED"
+	if fill && (op.Kind == KindClosePosition || op.Kind == KindPlaceOrder && op.Type == "MARKET") {
+		return op.Deals > 0
+	}
+	return true
 }
 
 // Order is an order as the trade server reports it (rm.orders).

@@ -95,7 +95,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 			return nil, err
 		}
 	}
-	if cfg.Has(config.RoleExecutor) {
+	if cfg.Has(config.RoleExecutor) || cfg.Has(config.RoleGateway) {
+		// The executor appends outcomes and relays facts; the gateway's command handlers
+		// append commands.
 		if a.pub, err = kafka.NewPublisher(a.kcfg, log); err != nil {
 			return nil, err
 		}

@@ -51,10 +51,14 @@ func (a *App) runGateway(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	commands, err := a.commandHandlers(trading, ref, market)
+	if err != nil {
+		return err
+	}
 	srv, err := gateway.New(gateway.Config{TLS: tlsCfg, Logger: a.log.With("role", "gateway"),
 		OnRequest: a.metrics.HTTPRequest},
 		gateway.Deps{Keys: gatewayKeys{store}, Switches: a.switches, Accounts: ref, Clock: a.now},
-		gateway.Application{Queries: queries})
+		gateway.Application{Commands: commands, Queries: queries})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,11 @@
 package app
 
 import (
+	"fmt"
+	"os"
+
+	"tradesvc/command"
+	"tradesvc/infra/kafka"
 	"tradesvc/projections"
 )
 
@@ -29,4 +34,25 @@ func (a *App) tradingReads() (*projections.TradingReader, *projections.DealsRead
 		return nil, nil, nil, err
 	}
 	return trading, deals, feed, nil
+}
+
+// commandHandlers builds the write side a gateway serves: idempotency records and tags on the
+// command-side pool, the log, and the read models the handlers validate against.
+func (a *App) commandHandlers(trading *projections.TradingReader, ref *projections.ReferenceReader,
+	market *projections.Market) (command.Handlers, error) {
+	records, err := command.NewRecords(a.pool)
+	if err != nil {
+		return command.Handlers{}, err
+	}
+	tags, err := command.NewTags(a.pool)
+	if err != nil {
+		return command.Handlers{}, err
+	}
+	host, _ := os.Hostname()
+	log, err := kafka.NewAppender(a.pub, fmt.Sprintf("gateway/%s-%d", host, os.Getpid()), a.now)
+	if err != nil {
+		return command.Handlers{}, err
+	}
+	return command.NewHandlers(command.Deps{Records: records, Tags: tags, Log: log, Operations: trading, Orders: trading,
+		Positions: trading, Accounts: ref, Symbols: ref, Quotes: market, QuoteMaxAge: a.cfg.QuoteMaxAge, Now: a.now})
 }

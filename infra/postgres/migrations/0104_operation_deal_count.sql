@@ -1,0 +1,5 @@
+-- How many distinct trading deals confirm an operation's fill. The spec confirms fills from
+-- deals: a RESULT wait for a market order or a close ends once they are projected, so a
+-- client that reads its positions right after a FILLED answer sees the position the fill made
+-- (the deal, the position and the account facts are projected in the same transaction).
+ALTER TABLE rm.operations ADD COLUMN IF NOT EXISTS deal_count int NOT NULL DEFAULT 0;
