@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# `make test` (and so `.ci/run`): its own Kafka/Postgres/ClickHouse (test profile: .run/test/, ports 2xxxx),
-# go vet, the whole suite with the race detector against them, a check that no test was skipped, then a
-# short run of every fuzz target. The services are stopped at the end whatever happens.
+# `make test` (and so `.ci/run`): a check that no tracked file is over 1 MiB, its own Kafka/Postgres/ClickHouse
+# (test profile: .run/test/, ports 2xxxx), go vet, the whole suite with the race detector against them, a check
+# that no test was skipped, the REST contract (schemathesis --checks all against a running service,
+# infra/local/schemathesis.sh), the AsyncAPI document parsed (infra/local/asyncapi.sh), then a short run of every
+# fuzz target. The services are stopped at the end whatever happens.
 #
 #   GO_TEST_P       packages tested in parallel (default 2: the machines have 2 cores)
 #   GO_TEST_TIMEOUT go test -timeout (default 20m)
@@ -25,6 +27,15 @@ LOGF=$OUT/go-test.log
 
 command -v go >/dev/null || die "Go toolchain not found: install Go (see go.mod for the version) and retry"
 log "$(go version)"
+
+# The repository stays small: binaries and data sets are built or fetched, never committed.
+MAX_TRACKED_BYTES=$((1024 * 1024))
+big=$(git ls-files -z | xargs -0 -r stat -c '%s %n' -- 2>/dev/null | awk -v max="$MAX_TRACKED_BYTES" '$1 > max' || true)
+if [[ -n $big ]]; then
+  echo "tracked files over 1 MiB (remove them with git rm --cached and ignore them):"
+  echo "$big"
+  die "a tracked file is over 1 MiB"
+fi
 
 mkdir -p "$OUT"
 with_test_services
@@ -55,6 +66,12 @@ echo "tests: $passed passed, $failed failed, $skipped skipped"
 ((rc == 0)) || die "go test failed (exit $rc)"
 ((skipped == 0)) || die "$skipped test(s) skipped: tests must not skip in CI"
 ((passed > 0)) || die "go test ran no test"
+
+log "REST contract: schemathesis --checks all over docs/openapi.yaml against a running service"
+"$HERE/schemathesis.sh"
+
+log "AsyncAPI contract: docs/asyncapi.yaml parses"
+"$HERE/asyncapi.sh"
 
 log "Kafka durability: the log survives a broker stop and start"
 "$HERE/durability_check.sh" test
