@@ -356,4 +356,6 @@ func (Operations) Operation(context.Context, string) (query.Operation, bool, err
 }
 
 // WatchOperation implements query.OperationWatcher.
-func (Operations) WatchOperation(string) (<-chan struct{}, func()) { return make(chan struct{}), func() {} }
+func (Operations) WatchOperation(string) (<-chan struct{}, func()) {
+	return make(chan struct{}), func() {}
+}
