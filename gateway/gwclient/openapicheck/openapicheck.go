@@ -125,6 +125,9 @@ func (v *Validator) Check(req *http.Request, res *gwclient.Response) error {
 func (v *Validator) check(req *http.Request, res *gwclient.Response) error {
 	// The router matches on the URL alone; a copy keeps the caller's request untouched.
 	probe := &http.Request{Method: req.Method, URL: &url.URL{Path: req.URL.Path, RawQuery: req.URL.RawQuery}, Header: req.Header}
+	if v.streamPath(req.URL.Path) {
+		return v.streamAnswer(res)
+	}
 	route, pathParams, err := v.router.FindRoute(probe)
 	var rerr *routers.RouteError
 	switch {
@@ -154,6 +157,11 @@ func (v *Validator) routingError(res *gwclient.Response, want int) error {
 	if want == http.StatusMethodNotAllowed && res.Header.Get("Allow") == "" {
 		return errors.New("405 without an Allow header")
 	}
+	return v.envelope(res)
+}
+
+// envelope checks that res is JSON in the document's error envelope.
+func (v *Validator) envelope(res *gwclient.Response) error {
 	envelope := v.doc.Components.Schemas["Error"]
 	if envelope == nil || envelope.Value == nil {
 		return errors.New("the document has no components.schemas.Error")
@@ -167,6 +175,48 @@ func (v *Validator) routingError(res *gwclient.Response, want int) error {
 	}
 	if err := envelope.Value.VisitJSON(body, openapi3.EnableJSONSchema2020(), openapi3.MultiErrors()); err != nil {
 		return fmt.Errorf("body is not the error envelope: %w", err)
+	}
+	return nil
+}
+
+// streamPath reports whether path is one of the document's x-stream-paths (a {param} matches
+// one segment).
+func (v *Validator) streamPath(path string) bool {
+	list, _ := v.doc.Extensions["x-stream-paths"].([]any)
+	for _, p := range list {
+		tmpl, _ := p.(string)
+		want, got := strings.Split(tmpl, "/"), strings.Split(path, "/")
+		if len(want) != len(got) {
+			continue
+		}
+		match := true
+		for i := range want {
+			if !(strings.HasPrefix(want[i], "{") && got[i] != "") && want[i] != got[i] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
+// streamAnswer checks an HTTP answer of a stream URL: 400 (-1020) to plain HTTP, 503 (-1008)
+// to an upgrade refused for capacity, in the error envelope.
+func (v *Validator) streamAnswer(res *gwclient.Response) error {
+	want := map[int]int{http.StatusBadRequest: -1020, http.StatusServiceUnavailable: -1008}
+	code, ok := want[res.Status]
+	if !ok {
+		return fmt.Errorf("a stream URL answers plain HTTP 400 or 503, not %d", res.Status)
+	}
+	if err := v.envelope(res); err != nil {
+		return err
+	}
+	var body struct{ Code int }
+	if err := json.Unmarshal(res.Body, &body); err != nil || body.Code != code {
+		return fmt.Errorf("a stream URL's %d carries code %d, want %d", res.Status, body.Code, code)
 	}
 	return nil
 }

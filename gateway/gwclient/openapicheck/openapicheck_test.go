@@ -163,3 +163,22 @@ func TestClientCheckReportsAMismatch(t *testing.T) {
 		t.Fatalf("the response should come back with the error: %+v", res)
 	}
 }
+
+// The stream URLs are not REST operations; their plain-HTTP answers follow x-stream-paths.
+func TestStreamURLsAnswerPlainHTTPWith1020(t *testing.T) {
+	v := repo(t)
+	for _, p := range []string{"/ws", "/ws/BTCUSD@tick", "/stream?streams=BTCUSD@tick"} {
+		if err := v.Check(request("GET", p), response(400, `{"code":-1020,"msg":"Plain HTTP is not supported here."}`)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+		if err := v.Check(request("GET", p), response(200, `{}`)); err == nil {
+			t.Errorf("%s: 200 passed", p)
+		}
+		if err := v.Check(request("GET", p), response(400, `{"code":-1121,"msg":"Invalid symbol."}`)); err == nil {
+			t.Errorf("%s: 400 with -1121 passed", p)
+		}
+	}
+	if err := v.Check(request("GET", "/ws/a/b"), response(400, `{"code":-1020,"msg":"x"}`)); err == nil {
+		t.Error("/ws/a/b is no stream URL, yet 400 passed")
+	}
+}
