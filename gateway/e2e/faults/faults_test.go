@@ -170,14 +170,36 @@ func TestExecutorKilledBetweenSentAndOutcomeResolvesWithoutASecondTrade(t *testi
 	if err := simProc.App.Sim().SetFault(sim.Fault{Mode: sim.FaultNone}); err != nil {
 		t.Fatal(err)
 	}
-	if o, _ := getOrder(t, c, 1001, "kill-1"); o.Status == "FILLED" {
-		t.Fatalf("the order was FILLED before any executor could report it: %+v", o)
+	// The executor recorded "sent" and died before the outcome: its row has none.
+	var opID string
+	apptest.Eventually(t, 30*time.Second, "the operation in the read model", func() bool {
+		return svc.PG.QueryRow(ctx, `SELECT operation_id FROM rm.operations WHERE client_order_id = 'kill-1'`).Scan(&opID) == nil
+	})
+	outcome := func() (bool, bool) {
+		var out []byte
+		if err := svc.PG.QueryRow(ctx, `SELECT outcome FROM cmd.executions WHERE operation_id = $1`, opID).Scan(&out); err != nil {
+			t.Fatalf("read the executor's record of %s: %v", opID, err)
+		}
+		var o struct {
+			Status     string `json:"status"`
+			Reconciled bool   `json:"reconciled"`
+		}
+		if out != nil {
+			_ = json.Unmarshal(out, &o)
+		}
+		return out != nil, o.Status == "FILLED" && o.Reconciled
+	}
+	if decided, _ := outcome(); decided {
+		t.Fatalf("the killed executor recorded an outcome for %s", opID)
 	}
 	child(t, execVars) // a new executor takes the partition over and finds the "sent" record
-	apptest.Eventually(t, 90*time.Second, "the order reconciled FILLED", func() bool {
-		o, _ := getOrder(t, c, 1001, "kill-1")
-		return o.Status == "FILLED" && o.OrderID != 0
+	apptest.Eventually(t, 90*time.Second, "the order reconciled FILLED by the new executor", func() bool {
+		_, reconciled := outcome()
+		return reconciled
 	})
+	if o, _ := getOrder(t, c, 1001, "kill-1"); o.Status != "FILLED" || o.OrderID == 0 {
+		t.Fatalf("GET /v1/order %+v, want FILLED", o)
+	}
 	time.Sleep(2 * time.Second)
 	if n := positions(); n != before+1 {
 		t.Fatalf("the trade server holds %d new positions, want exactly 1", n-before)
