@@ -73,6 +73,7 @@ func startServer(t *testing.T, cfg Config, deps Deps) *testServer {
 		if err := app.ShutdownWithTimeout(5 * time.Second); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
+		_ = ln.Close() // a shutdown that raced the listener's start does not stop it
 		<-served
 	})
 	return &testServer{srv: srv, addr: ln.Addr().String()}
