@@ -7,7 +7,8 @@
 # The service is isolated like an end-to-end test: its own Postgres and ClickHouse databases, topic prefix, run
 # directory under /tmp and free loopback ports. Whatever happens, the service is stopped and the databases and topics
 # are dropped at the end. `make test` (infra/local/test.sh) calls it after go test, with the test services up; run
-# alone it starts them (and stops them afterwards, unless KEEP_SERVICES=1).
+# alone it uses the test services when they are running, else starts them (and stops them afterwards, unless
+# KEEP_SERVICES=1).
 #
 #   SCHEMATHESIS_MAX_EXAMPLES   cases per operation in the fuzzing phase (default 25)
 #   SCHEMATHESIS_WORKERS        concurrent workers (default 2: the machines have 2 cores)
@@ -26,8 +27,16 @@ VENV=$ROOT/.run/venv-schemathesis
 OUT=$ROOT/.run/test/schemathesis
 LOGINS=1001,1002,1003,1004,1005,1006
 
+# Under make test the test services are up and test.sh stops them. Run alone, it uses them when they are already
+# running (and leaves them so), else starts them and stops them at the end.
 if [[ -z ${TRADESVC_TEST_PG_URL:-} ]]; then
-  with_test_services
+  if port_open 29092 && port_open 25432 && port_open 29000; then
+    export TRADESVC_TEST_KAFKA_BROKERS=127.0.0.1:29092
+    export TRADESVC_TEST_PG_URL='postgres://tradesvc@127.0.0.1:25432/tradesvc?sslmode=disable'
+    export TRADESVC_TEST_CH_ADDR=127.0.0.1:29000
+  else
+    with_test_services
+  fi
 fi
 PG_ADMIN=${TRADESVC_TEST_PG_URL:-postgres://tradesvc@127.0.0.1:25432/tradesvc?sslmode=disable}
 KAFKA=${TRADESVC_TEST_KAFKA_BROKERS:-127.0.0.1:29092}

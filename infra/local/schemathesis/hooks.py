@@ -17,13 +17,21 @@ Two jobs, both things an OpenAPI document cannot say by itself:
    (a TRADE login by one whose trading is allowed), an exchangeInfo request with both `symbol`
    and `symbols` loses `symbols`, and time windows are put in order and within 7 days. These
    are exactly the data-dependent rules the document's description lists (-1121, -5003, -2022,
-   -2024, -1128, -1127). Negative components are never changed.
+   -2024, -1128, -1127). Negative components are never changed, with one exception below.
+
+3. Fresh client order ids. The spec answers a request whose `newClientOrderId` was used before
+   from the stored record, before any validation. Generated ids repeat (the document's examples,
+   the coverage phase's boundary values), so every well-formed `newClientOrderId` of a TRADE
+   request, in any case, is made unique (a well-formed id stays well formed, so no case changes
+   its validity); otherwise a schema-violating request reusing an id would rightly be answered
+   200 from the record.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
 import os
 import re
@@ -49,6 +57,9 @@ INT64_MAX = 2**63 - 1
 WEEK_MS = 7 * 24 * 3600 * 1000
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 DIGITS = re.compile(r"^[0-9]+$")
+CLIENT_ORDER_ID = re.compile(r"^[A-Za-z0-9._-]{1,36}$")
+_ids = itertools.count(1)
+_run = f"{os.getpid():x}{int(time.time()):x}"
 
 
 class Live:
@@ -228,11 +239,21 @@ def _fix_data(params: dict, op_id: str, security: str) -> None:
     _fix_window(params, op_id)
 
 
+def _fresh_client_order_id(params: Any) -> None:
+    value = params.get("newClientOrderId") if isinstance(params, dict) else None
+    if isinstance(value, str) and CLIENT_ORDER_ID.match(value):
+        suffix = f"-{_run}-{next(_ids)}"
+        params["newClientOrderId"] = value[: 36 - len(suffix)] + suffix
+
+
 @schemathesis.hook
 def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
     definition = case.operation.definition.raw
     security = definition.get("x-security-type", "NONE")
     op_id = definition.get("operationId", "")
+    if security == "TRADE":
+        _fresh_client_order_id(case.query)
+        _fresh_client_order_id(case.body)
     if isinstance(case.query, dict) and _positive(case, ParameterLocation.QUERY):
         _fix_data(case.query, op_id, security)
     if isinstance(case.body, dict) and _positive(case, ParameterLocation.BODY):
