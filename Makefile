@@ -4,8 +4,9 @@
 #   make run      install what is missing, start Kafka/Postgres/ClickHouse (.run/), build, migrate,
 #                 (re)start `tradesvc serve`, create the demo key once, write .run/env
 #   make stop     stop tradesvc and the run services        make clean   stop + delete .run/
-#   make test     own services (.run/test/), go vet, go test -race, no-skip check, fuzz; services stopped after
+#   make test     own services (.run/test/), go vet, go test -race, no-skip check, contracts, fuzz; services stopped after
 #   make bench    own services, every Benchmark; services stopped after
+#   make contract schemathesis --checks all against a running service, and the AsyncAPI document parsed
 #   make build | vet | fmt-check | services-up | services-down | services-status
 #
 # Kafka jars are cached outside .run (~/.cache/tradesvc, or $TRADESVC_CACHE_DIR) so `make clean` keeps them.
@@ -21,7 +22,7 @@ DEMO_LOGINS ?= 1001,1002,1003,1004,1005,1006
 # Profile for services-up/-down/-status: run or test.
 PROFILE ?= run
 
-.PHONY: help run stop clean test bench build vet fmt-check go-check services-up services-down services-status
+.PHONY: help run stop clean test bench contract build vet fmt-check go-check services-up services-down services-status
 
 help:
 	@sed -n '1,12p' Makefile | sed 's/^# \{0,1\}//'
@@ -45,6 +46,10 @@ test: go-check
 
 bench: go-check
 	@bash $(LOCAL)/bench.sh
+
+contract: go-check
+	@bash $(LOCAL)/schemathesis.sh
+	@bash $(LOCAL)/asyncapi.sh
 
 build: go-check
 	@mkdir -p .run/bin
