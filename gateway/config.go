@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tradesvc/gateway/ratelimit"
+	"tradesvc/gateway/streams"
 )
 
 // Config configures the gateway. Zero values take the documented defaults (WithDefaults).
@@ -39,6 +40,8 @@ type Config struct {
 	RetiredPaths []string
 	// Logger receives internal errors (default slog.Default()).
 	Logger *slog.Logger
+	// Streams configures the WebSocket streams (zero values: the spec's limits).
+	Streams streams.Config
 	// OnRequest, when set, is told of every answered request: method, route pattern
 	// ("unmatched" for a path no route serves), final HTTP status and time taken (metrics).
 	OnRequest func(method, route string, status int, took time.Duration)

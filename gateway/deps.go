@@ -60,6 +60,8 @@ type Deps struct {
 	Accounts query.AccountReader
 	// Clock is the server clock (serverTime, recvWindow checks, rate windows).
 	Clock func() time.Time
+	// Streams are the sources of the WebSocket streams (routes_streams.go); zero: none.
+	Streams StreamDeps
 }
 
 // Validate reports missing dependencies.

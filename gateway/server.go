@@ -17,6 +17,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/recover"
 
 	"tradesvc/gateway/ratelimit"
+	"tradesvc/gateway/streams"
 )
 
 // Server is the REST gateway. Build it with New, register extra endpoints with Handle, then
@@ -32,6 +33,7 @@ type Server struct {
 	limiter  *ratelimit.Limiter
 	switches Switches
 	methods  routeMethods
+	streams  *streams.Server // nil when no streams are served (routes_streams.go)
 }
 
 // New builds the gateway and registers every endpoint on the application's handlers.
@@ -79,6 +81,9 @@ func New(cfg Config, deps Deps, app Application) (*Server, error) {
 	}
 	s.fiber.Server().Handler = s.guardMethods(s.fiber.Server().Handler)
 	s.registerReads()
+	if err := s.registerStreams(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -100,6 +105,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	tln := tls.NewListener(&plainHTTPRefuser{Listener: ln, timeout: s.cfg.ReadTimeout}, tcfg)
 	errc := make(chan error, 1)
 	go func() { errc <- s.fiber.Listener(tln) }()
+	defer s.runStreams(ctx)()
 
 	sweep := time.NewTicker(10 * time.Second)
 	defer sweep.Stop()

@@ -72,6 +72,8 @@ type Config struct {
 	// QuoteMaxAge is how old a quote may be and still be used by the gateway's price checks
 	// (-2021, -4009); without a fresh quote the trade server checks and answers.
 	QuoteMaxAge time.Duration
+	// Streams configures the WebSocket streams (streams.go).
+	Streams Streams
 }
 
 type setting struct {
@@ -114,7 +116,7 @@ func (c *Config) settings(raw map[string]*string) []setting {
 func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, error) {
 	var c Config
 	raw := map[string]*string{}
-	set := c.settings(raw)
+	set := append(c.settings(raw), streamSettings(raw)...)
 	for _, st := range set {
 		def := st.def
 		if v := getenv(st.env); v != "" {
@@ -160,6 +162,9 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	}
 	if c.QuoteMaxAge, err = time.ParseDuration(get("quote-max-age")); err != nil {
 		return c, fmt.Errorf("quote-max-age: %w", err)
+	}
+	if c.Streams, err = loadStreams(get); err != nil {
+		return c, err
 	}
 	return c, c.Validate()
 }

@@ -15,6 +15,7 @@ import (
 	"tradesvc/gateway"
 	"tradesvc/infra/config"
 	"tradesvc/infra/keys"
+	"tradesvc/infra/listenkeys"
 	tlsx "tradesvc/infra/tls"
 	"tradesvc/projections"
 	"tradesvc/query"
@@ -55,9 +56,14 @@ func (a *App) runGateway(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	listenKeys, err := listenkeys.New(a.pool)
+	if err != nil {
+		return err
+	}
 	srv, err := gateway.New(gateway.Config{TLS: tlsCfg, Logger: a.log.With("role", "gateway"),
-		OnRequest: a.metrics.HTTPRequest},
-		gateway.Deps{Keys: gatewayKeys{store}, Switches: a.switches, Accounts: ref, Clock: a.now},
+		OnRequest: a.metrics.HTTPRequest, Streams: a.streamsConfig()},
+		gateway.Deps{Keys: gatewayKeys{store}, Switches: a.switches, Accounts: ref, Clock: a.now,
+			Streams: gateway.StreamDeps{Market: market, Symbols: ref, Changes: streamChanges{feed}, ListenKeys: listenKeys}},
 		gateway.Application{Commands: commands, Queries: queries})
 	if err != nil {
 		return err
