@@ -56,6 +56,10 @@ func tradingBenchEnv(b *testing.B) (*env, *fasthttp.HostClient) {
 		}
 	}
 	e.holdQuote(b, "BTCUSD", "60000.00", "60015.00")
+	// An open-loop load keeps as many requests in flight as latency demands: more
+	// connections than the read benchmarks, and a request waits for one rather than failing.
+	hc.MaxConns = 512
+	hc.MaxConnWaitTimeout = 30 * time.Second
 	return e, hc
 }
 
