@@ -145,7 +145,7 @@ func (c core) lookup(ctx context.Context, caller Caller, coid string, given bool
 // retry answers a request whose client order id has a record: -1133 for another kind or
 // login; otherwise it finishes what the record started and reports the operation as the read
 // model knows it (known false: the read model has not seen it yet).
-func (c core) retry(ctx context.Context, rec Record, kind string, login int64) (query.Operation, bool, error) {
+func (c core) retry(ctx context.Context, rec *Record, kind string, login int64) (query.Operation, bool, error) {
 	if rec.Kind != kind || rec.Login != login {
 		return query.Operation{}, false, errReused
 	}
@@ -158,7 +158,7 @@ func (c core) retry(ctx context.Context, rec Record, kind string, login int64) (
 		// The append may have failed, or the read model has not caught up: append the
 		// attempt again, in fresh envelopes so that its dispatch window counts from now
 		// (consumers deduplicate on operation id and attempt).
-		envs, err := c.rewrap(rec, rec.Attempt)
+		envs, err := c.rewrap(*rec, rec.Attempt)
 		if err != nil {
 			return op, false, err
 		}
@@ -168,18 +168,25 @@ func (c core) retry(ctx context.Context, rec Record, kind string, login int64) (
 		return op, false, nil
 	case op.Status == events.StatusRejected && op.Code == int(events.CodeUnavailable) && op.Retcode == 0:
 		// Never dispatched: the spec sends a retry of it as a fresh order, the next attempt.
-		envs, err := c.rewrap(rec, rec.Attempt+1)
+		envs, err := c.rewrap(*rec, rec.Attempt+1)
 		if err != nil {
 			return op, false, err
 		}
-		won, err := c.records.NextAttempt(ctx, rec, rec.Attempt, envs)
+		won, err := c.records.NextAttempt(ctx, *rec, rec.Attempt, envs)
 		if err != nil {
 			return op, false, err
 		}
-		if won {
-			if err := c.log.AppendEnvelopes(ctx, events.TopicCommands, envs...); err != nil {
-				return op, false, errQueue
+		if !won { // another retry raised the attempt first: it sends it
+			stored, ok, err := c.records.Get(ctx, rec.APIKeyID, rec.ClientOrderID)
+			if err != nil || !ok {
+				return op, false, err
 			}
+			*rec = stored
+			return op, false, nil
+		}
+		rec.Attempt, rec.Envelopes = rec.Attempt+1, envs
+		if err := c.log.AppendEnvelopes(ctx, events.TopicCommands, envs...); err != nil {
+			return op, false, errQueue
 		}
 		return op, false, nil
 	}
@@ -205,7 +212,7 @@ func (c core) rewrap(rec Record, attempt int) ([]events.Envelope, error) {
 // answer builds the Result of a retry: the operation as the read model knows it, or as the
 // record's command describes it (queued) when the read model has not seen it yet.
 func (c core) answer(ctx context.Context, symbols SymbolReader, rec Record, kind string, login int64, rt string) (Result, error) {
-	op, known, err := c.retry(ctx, rec, kind, login)
+	op, known, err := c.retry(ctx, &rec, kind, login)
 	if err != nil {
 		return Result{}, err
 	}

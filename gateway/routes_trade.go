@@ -136,7 +136,7 @@ func (s *Server) await(ctx context.Context, res command.Result) command.Result {
 	if res.Known && query.Answered(res.Op, res.Queued) {
 		return res
 	}
-	op, found, err := s.app.Queries.Operation.Await(ctx, res.Op.OperationID, res.Queued, WaitLimit)
+	op, found, err := s.app.Queries.Operation.Await(ctx, res.Op.OperationID, res.Queued, res.Op.Attempt, WaitLimit)
 	if err != nil {
 		s.log.Warn("gateway: wait for operation", "operation", res.Op.OperationID, "err", err)
 		return res

@@ -255,14 +255,15 @@ func TestTradingProjectionDerivesEveryStateAndWritesTheChangeFeed(t *testing.T) 
 			return ""
 		})
 		cs := e.changes(login)
-		// The second OPERATION row: the deal confirms the fill (RESULT waits end on it).
-		if got := kinds(cs, true); !slices.Equal(got, []string{"OPERATION", "DEAL", "OPERATION", "POSITION_UPDATE"}) {
+		// OPERATION rows: the command seen (ACCEPTED), the answer (FILLED), and the deal
+		// confirming the fill (RESULT waits end on it).
+		if got := kinds(cs, true); !slices.Equal(got, []string{"OPERATION", "OPERATION", "DEAL", "OPERATION", "POSITION_UPDATE"}) {
 			t.Fatalf("change kinds %v", got)
 		}
-		if cs[0].OperationID != "op-m1" || cs[0].Event["status"] != "FILLED" {
-			t.Fatalf("OPERATION row %+v", cs[0])
+		if cs[1].OperationID != "op-m1" || cs[1].Event["status"] != "FILLED" {
+			t.Fatalf("OPERATION row %+v", cs[1])
 		}
-		deal := cs[1]
+		deal := cs[2]
 		if deal.APIKeyID != trAPIKey || deal.ClientOrderID != "coid-op-m1" || deal.OperationID != "op-m1" {
 			t.Fatalf("DEAL resolution %+v", deal)
 		}
@@ -270,7 +271,7 @@ func TestTradingProjectionDerivesEveryStateAndWritesTheChangeFeed(t *testing.T) 
 			"s": "EURUSD", "S": "BUY", "en": "IN", "q": "1", "p": "1.10005", "rp": "0.0000", "n": "-3.5000",
 			"sw": "0.0000", "c": "hi#M00001", "T": "1800000001000"}
 		wantFrame(t, deal.Event, want)
-		pos := cs[3]
+		pos := cs[4]
 		wantFrame(t, pos.Event, map[string]string{"e": "POSITION_UPDATE", "E": "1800000001000", "L": "5001", "x": "NEW",
 			"i": "900", "s": "EURUSD", "S": "BUY", "q": "1", "p": "1.10000", "sl": "0", "tp": "0", "pr": "1.5000",
 			"sw": "0.0000", "c": "hi", "T": "1800000001000"})
@@ -309,7 +310,8 @@ func TestTradingProjectionDerivesEveryStateAndWritesTheChangeFeed(t *testing.T) 
 				statuses = append(statuses, c.Event["status"])
 			}
 		}
-		if fmt.Sprint(statuses) != "[PARTIALLY_FILLED FILLED]" {
+		// The command itself (attempt 1 seen), then one row per fill: never one per redelivery.
+		if fmt.Sprint(statuses) != "[ACCEPTED PARTIALLY_FILLED FILLED]" {
 			t.Fatalf("OPERATION rows %v", statuses)
 		}
 	})

@@ -79,6 +79,8 @@ type opDerived struct {
 	UpdatedAt      int64
 	// Deals is how many distinct trading deals of the tag confirm the fill.
 	Deals int
+	// Attempt is the attempt the derivation is for (readers wait for their own attempt).
+	Attempt int
 }
 
 // fillable kinds are those whose deals are their fills.
@@ -102,6 +104,7 @@ func (in *opInputs) answered() *opOutcome {
 func derive(in opInputs) opDerived {
 	d := deriveStatus(in)
 	d.UpdatedAt = in.updatedAt()
+	d.Attempt = in.Attempt
 	if fillable(in.Kind) {
 		d.Deals = in.Fills.Count
 	}
@@ -217,7 +220,7 @@ func copyDec(d *apd.Decimal) *apd.Decimal {
 // orderId or executedVolume.
 func visibleChange(a, b opDerived) bool {
 	return a.Status != b.Status || a.Code != b.Code || a.Retcode != b.Retcode || a.OrderID != b.OrderID ||
-		!decPtrEqual(a.ExecutedVolume, b.ExecutedVolume) || a.Deals != b.Deals
+		!decPtrEqual(a.ExecutedVolume, b.ExecutedVolume) || a.Deals != b.Deals || a.Attempt != b.Attempt
 }
 
 // anyChange reports whether any derived column differs.

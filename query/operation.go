@@ -35,10 +35,10 @@ func NewOperationAwaiter(ops OperationReader, watcher OperationWatcher) (Operati
 	return OperationAwaiter{ops: ops, watcher: watcher}, nil
 }
 
-// Await waits up to timeout until operation operationID is answered: its status differs
-// from queued, or it carries a code or a return code. It returns the operation as last read
-// and whether the read model knew it at all.
-func (a OperationAwaiter) Await(ctx context.Context, operationID, queued string, timeout time.Duration) (Operation, bool, error) {
+// Await waits up to timeout until attempt (or a later one) of operation operationID is
+// answered (Answered). It returns the operation as last read and whether the read model knew
+// that attempt at all.
+func (a OperationAwaiter) Await(ctx context.Context, operationID, queued string, attempt int, timeout time.Duration) (Operation, bool, error) {
 	wake, stop := a.watcher.WatchOperation(operationID) // before the first read: no change is missed
 	defer stop()
 	timer := time.NewTimer(timeout)
@@ -48,6 +48,7 @@ func (a OperationAwaiter) Await(ctx context.Context, operationID, queued string,
 		if err != nil {
 			return op, ok, fmt.Errorf("read operation %s: %w", operationID, err)
 		}
+		ok = ok && op.Attempt >= attempt // an older attempt's answer is not this one's
 		if ok && Answered(op, queued) {
 			return op, true, nil
 		}

@@ -314,7 +314,7 @@ func TestOperationAwaiterReadsAgainOnEveryWakeUp(t *testing.T) {
 	}
 	done := make(chan query.Operation, 1)
 	go func() {
-		op, _, err := a.Await(context.Background(), "op", "ACCEPTED", time.Minute)
+		op, _, err := a.Await(context.Background(), "op", "ACCEPTED", 0, time.Minute)
 		if err != nil {
 			t.Error(err)
 		}
@@ -328,7 +328,7 @@ func TestOperationAwaiterReadsAgainOnEveryWakeUp(t *testing.T) {
 		t.Fatalf("answered %+v", op)
 	}
 	// Nothing answers: the last state is returned when the time is up.
-	op, found, err := a.Await(context.Background(), "nope", "ACCEPTED", time.Millisecond)
+	op, found, err := a.Await(context.Background(), "nope", "ACCEPTED", 0, time.Millisecond)
 	if err != nil || found || op.OperationID != "" {
 		t.Fatalf("unknown operation: %+v %v %v", op, found, err)
 	}

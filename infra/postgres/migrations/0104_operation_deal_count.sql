@@ -3,3 +3,7 @@
 -- client that reads its positions right after a FILLED answer sees the position the fill made
 -- (the deal, the position and the account facts are projected in the same transaction).
 ALTER TABLE rm.operations ADD COLUMN IF NOT EXISTS deal_count int NOT NULL DEFAULT 0;
+
+-- The attempt the derived columns were computed for: a newer attempt changes what readers
+-- see (the older attempt's answer no longer holds), so it writes an OPERATION change too.
+ALTER TABLE rm.operations ADD COLUMN IF NOT EXISTS derived_attempt int NOT NULL DEFAULT 0;
