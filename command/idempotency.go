@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -31,21 +32,40 @@ type Record struct {
 }
 
 // Records stores idempotency records in Postgres with synchronous commit: an acknowledged
-// request whose record were lost could run twice.
-type Records struct{ pool *pgxpool.Pool }
+// request whose record were lost could run twice. A record lives Retention (the spec's "at
+// least 24 hours"); after that its client order id is treated as new.
+type Records struct {
+	pool      *pgxpool.Pool
+	retention time.Duration
+}
+
+// Retention is how long a client order id stays bound to its operation.
+const Retention = 24 * time.Hour
 
 // NewRecords builds the store.
 func NewRecords(pool *pgxpool.Pool) (*Records, error) {
 	if pool == nil {
 		return nil, errors.New("command: idempotency records need a pool")
 	}
-	return &Records{pool: pool}, nil
+	return &Records{pool: pool, retention: Retention}, nil
+}
+
+// Purge deletes the records that expired more than a retention ago (they are already
+// treated as absent) and returns how many it deleted.
+func (s *Records) Purge(ctx context.Context) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM cmd.idempotency WHERE created_at < now() - make_interval(secs => $1)`,
+		2*s.retention.Seconds())
+	if err != nil {
+		return 0, fmt.Errorf("purge idempotency records: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // Get returns the record of (apiKeyID, clientOrderID); ok is false when there is none.
 func (s *Records) Get(ctx context.Context, apiKeyID int64, clientOrderID string) (Record, bool, error) {
 	rows, err := s.pool.Query(ctx, `SELECT api_key_id, client_order_id, operation, login, operation_id, tag, attempt,
-		command, response FROM cmd.idempotency WHERE api_key_id = $1 AND client_order_id = $2`, apiKeyID, clientOrderID)
+		command, response FROM cmd.idempotency WHERE api_key_id = $1 AND client_order_id = $2
+		AND created_at > now() - make_interval(secs => $3)`, apiKeyID, clientOrderID, s.retention.Seconds())
 	if err != nil {
 		return Record{}, false, fmt.Errorf("read idempotency record: %w", err)
 	}
@@ -59,7 +79,8 @@ func (s *Records) Get(ctx context.Context, apiKeyID int64, clientOrderID string)
 // GetMany returns the records of apiKeyID among clientOrderIDs, by client order id.
 func (s *Records) GetMany(ctx context.Context, apiKeyID int64, clientOrderIDs []string) (map[string]Record, error) {
 	rows, err := s.pool.Query(ctx, `SELECT api_key_id, client_order_id, operation, login, operation_id, tag, attempt,
-		command, response FROM cmd.idempotency WHERE api_key_id = $1 AND client_order_id = ANY($2)`, apiKeyID, clientOrderIDs)
+		command, response FROM cmd.idempotency WHERE api_key_id = $1 AND client_order_id = ANY($2)
+		AND created_at > now() - make_interval(secs => $3)`, apiKeyID, clientOrderIDs, s.retention.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("read idempotency records: %w", err)
 	}
@@ -104,9 +125,10 @@ func scanRecords(rows pgx.Rows) ([]Record, error) {
 	return out, nil
 }
 
-// Insert stores the records that do not exist yet, in one statement, and returns the client
-// order ids it inserted; the others already had a record (a retry, or a concurrent request
-// under the same id, which the caller answers from the stored record).
+// Insert stores the records that do not exist yet (or whose record expired), in one
+// statement, and returns the client order ids it stored; the others already had a record (a
+// retry, or a concurrent request under the same id, which the caller answers from the stored
+// record).
 func (s *Records) Insert(ctx context.Context, recs []Record) (map[string]bool, error) {
 	if len(recs) == 0 {
 		return map[string]bool{}, nil
@@ -134,8 +156,12 @@ func (s *Records) Insert(ctx context.Context, recs []Record) (map[string]bool, e
 		SELECT k, c, o, l, op, t, a, h, cmd::jsonb, r::jsonb, 'QUEUED'
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::int[], $8::bytea[],
 			$9::text[], $10::text[]) AS x(k, c, o, l, op, t, a, h, cmd, r)
-		ON CONFLICT (api_key_id, client_order_id) DO NOTHING
-		RETURNING client_order_id`, keys, ids, kinds, logins, ops, tags, attempts, hashes, cmds, resps)
+		ON CONFLICT (api_key_id, client_order_id) DO UPDATE SET operation = EXCLUDED.operation, login = EXCLUDED.login,
+			operation_id = EXCLUDED.operation_id, tag = EXCLUDED.tag, attempt = EXCLUDED.attempt,
+			request_hash = EXCLUDED.request_hash, command = EXCLUDED.command, response = EXCLUDED.response,
+			status = EXCLUDED.status, created_at = now(), updated_at = now()
+			WHERE cmd.idempotency.created_at <= now() - make_interval(secs => $11)
+		RETURNING client_order_id`, keys, ids, kinds, logins, ops, tags, attempts, hashes, cmds, resps, s.retention.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("insert idempotency records: %w", err)
 	}

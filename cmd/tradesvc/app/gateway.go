@@ -52,7 +52,7 @@ func (a *App) runGateway(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	commands, err := a.commandHandlers(trading, ref, market)
+	commands, records, err := a.commandHandlers(trading, ref, market)
 	if err != nil {
 		return err
 	}
@@ -77,6 +77,7 @@ func (a *App) runGateway(ctx context.Context) error {
 	go func() { tailErr <- a.tailMarket(ctx, market) }()
 	feedErr := make(chan error, 1)
 	go func() { feedErr <- feed.Run(ctx) }()
+	go a.purgeRecords(ctx, records)
 	err = srv.Serve(ctx, ln)
 	if terr := <-tailErr; terr != nil && err == nil {
 		err = terr

@@ -1,8 +1,10 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"tradesvc/command"
 	"tradesvc/infra/kafka"
@@ -39,20 +41,40 @@ func (a *App) tradingReads() (*projections.TradingReader, *projections.DealsRead
 // commandHandlers builds the write side a gateway serves: idempotency records and tags on the
 // command-side pool, the log, and the read models the handlers validate against.
 func (a *App) commandHandlers(trading *projections.TradingReader, ref *projections.ReferenceReader,
-	market *projections.Market) (command.Handlers, error) {
+	market *projections.Market) (command.Handlers, *command.Records, error) {
 	records, err := command.NewRecords(a.pool)
 	if err != nil {
-		return command.Handlers{}, err
+		return command.Handlers{}, nil, err
 	}
 	tags, err := command.NewTags(a.pool)
 	if err != nil {
-		return command.Handlers{}, err
+		return command.Handlers{}, nil, err
 	}
 	host, _ := os.Hostname()
 	log, err := kafka.NewAppender(a.pub, fmt.Sprintf("gateway/%s-%d", host, os.Getpid()), a.now)
 	if err != nil {
-		return command.Handlers{}, err
+		return command.Handlers{}, nil, err
 	}
-	return command.NewHandlers(command.Deps{Records: records, Tags: tags, Log: log, Operations: trading, Orders: trading,
+	h, err := command.NewHandlers(command.Deps{Records: records, Tags: tags, Log: log, Operations: trading, Orders: trading,
 		Positions: trading, Accounts: ref, Symbols: ref, Quotes: market, QuoteMaxAge: a.cfg.QuoteMaxAge, Now: a.now})
+	return h, records, err
+}
+
+// purgeRecords deletes long-expired idempotency records every ten minutes until ctx ends
+// (every gateway does; the DELETE is idempotent).
+func (a *App) purgeRecords(ctx context.Context, records *command.Records) {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := records.Purge(ctx); err != nil && ctx.Err() == nil {
+				a.log.Warn("purge idempotency records", "err", err)
+			} else if n > 0 {
+				a.log.Info("purged expired idempotency records", "records", n)
+			}
+		}
+	}
 }

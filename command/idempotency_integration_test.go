@@ -1,0 +1,50 @@
+package command
+
+import (
+	"context"
+	"testing"
+
+	"tradesvc/infra/testenv"
+)
+
+// A record lives 24 hours: within them a second insert under the same id is a retry; after
+// them the id is treated as new (the insert replaces the expired record), and Purge removes
+// records long expired.
+func TestIdempotencyRecordsExpireAfterTheRetention(t *testing.T) {
+	ctx := context.Background()
+	pool := testenv.MigratedPG(t)
+	rs, err := NewRecords(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := Record{APIKeyID: 7, ClientOrderID: "c-1", Kind: "PLACE_ORDER", Login: 1001, OperationID: "op-1", Tag: "#000001", Attempt: 1}
+	if got, err := rs.Insert(ctx, []Record{rec}); err != nil || !got["c-1"] {
+		t.Fatalf("first insert %v %v", got, err)
+	}
+	again := rec
+	again.OperationID = "op-2"
+	if got, err := rs.Insert(ctx, []Record{again}); err != nil || got["c-1"] {
+		t.Fatalf("insert within the retention replaced the record: %v %v", got, err)
+	}
+	if r, ok, err := rs.Get(ctx, 7, "c-1"); err != nil || !ok || r.OperationID != "op-1" {
+		t.Fatalf("get %+v %v %v", r, ok, err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE cmd.idempotency SET created_at = now() - interval '25 hours'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := rs.Get(ctx, 7, "c-1"); err != nil || ok {
+		t.Fatalf("an expired record is still found: %v %v", ok, err)
+	}
+	if got, err := rs.Insert(ctx, []Record{again}); err != nil || !got["c-1"] {
+		t.Fatalf("an expired id is not treated as new: %v %v", got, err)
+	}
+	if r, ok, _ := rs.Get(ctx, 7, "c-1"); !ok || r.OperationID != "op-2" {
+		t.Fatalf("after reuse %+v", r)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE cmd.idempotency SET created_at = now() - interval '49 hours'`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rs.Purge(ctx); err != nil || n != 1 {
+		t.Fatalf("purge %d %v", n, err)
+	}
+}
