@@ -74,6 +74,8 @@ type ticket struct {
 	addr    netip.Addr
 	perAddr bool
 	state   atomic.Int32
+	// onExpire, when set, releases what was prepared for a connection that never started.
+	onExpire func()
 }
 
 // expireUnclaimed releases the slot after grace unless a handler claimed it by then.
@@ -81,6 +83,9 @@ func (t *ticket) expireUnclaimed(grace time.Duration) {
 	time.AfterFunc(grace, func() {
 		if t.state.CompareAndSwap(ticketPending, ticketReleased) {
 			t.a.release(t)
+			if t.onExpire != nil {
+				t.onExpire()
+			}
 		}
 	})
 }

@@ -324,3 +324,42 @@ func TestASlowClientIsClosedWith1011WhileOthersReceiveEverything(t *testing.T) {
 		t.Fatalf("the reading client got %d frames, want %d (err %v)", n, 4*ticks, col.err)
 	}
 }
+
+func TestAConnectionHoldsAtMost200StreamsAndRefusesMoreWith1101(t *testing.T) {
+	symbols := fakeSymbols{}
+	var names []string
+	for i := 0; i < 20; i++ {
+		sym := fmt.Sprintf("SYM%02d", i)
+		symbols[sym] = 2
+		for _, kind := range []string{"tick", "bookTicker", "ticker", "depth", "kline_1m", "kline_5m", "kline_15m",
+			"kline_30m", "kline_1h", "kline_2h", "kline_4h", "kline_1d"} {
+			names = append(names, sym+"@"+kind)
+		}
+	}
+	ts := startServer(t, Config{}, Deps{Symbols: symbols})
+	c := ts.dial(t, "/ws")
+	subscribe := func(id int, list []string) map[string]json.RawMessage {
+		params, _ := json.Marshal(list)
+		c.send(fmt.Sprintf(`{"method":"SUBSCRIBE","params":%s,"id":%d}`, params, id))
+		return c.next()
+	}
+	if m := subscribe(1, names[:201]); string(m["code"]) != "-1101" || string(m["id"]) != "1" {
+		t.Fatalf("201 in one SUBSCRIBE: %v", m)
+	}
+	if got := c.synced(); len(got) != 0 {
+		t.Fatalf("a refused SUBSCRIBE subscribed %d streams", len(got))
+	}
+	if m := subscribe(2, names[:150]); string(m["result"]) != "null" {
+		t.Fatalf("150: %v", m)
+	}
+	// Already-held names do not count twice: 50 new ones fit exactly.
+	if m := subscribe(3, names[100:200]); string(m["result"]) != "null" {
+		t.Fatalf("up to 200: %v", m)
+	}
+	if m := subscribe(4, names[199:201]); string(m["code"]) != "-1101" {
+		t.Fatalf("the 201st: %v", m)
+	}
+	if got := c.synced(); len(got) != 200 || got[199] != names[199] {
+		t.Fatalf("subscribed %d streams, want 200 in order", len(got))
+	}
+}

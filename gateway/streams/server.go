@@ -109,13 +109,8 @@ func (s *Server) Mount(r fiber.Router) {
 type streamRequest struct {
 	names    []string // pre-subscribed or combined names
 	combined bool
-	user     *userRequest
+	user     *userConn // a user stream, already following the change feed
 	ticket   *ticket
-}
-
-type userRequest struct {
-	lk ListenKey
-	ks KeyScope
 }
 
 const localRequest = "tradesvc.streams.request"
@@ -151,7 +146,15 @@ func (s *Server) acceptUser(c *fiber.Ctx, listenKey string) error {
 	if err != nil {
 		return refuse(c, err)
 	}
-	return s.upgradeWith(c, streamRequest{user: &userRequest{lk: lk, ks: ks}}, t)
+	// The stream follows the change feed from before the upgrade is answered, so every
+	// change committed after the client sees its connection open is delivered.
+	uc := s.users.follow(s.ctx, lk, ks)
+	t.onExpire = uc.sub.Close
+	if err := s.upgradeWith(c, streamRequest{user: uc}, t); err != nil {
+		uc.sub.Close()
+		return err
+	}
+	return nil
 }
 
 func (s *Server) upgradeWith(c *fiber.Ctx, req streamRequest, t *ticket) error {
@@ -169,7 +172,7 @@ func (s *Server) upgradeWith(c *fiber.Ctx, req streamRequest, t *ticket) error {
 func (s *Server) serveConn(conn *fws.Conn) {
 	req, _ := conn.Locals(localRequest).(*streamRequest)
 	if req == nil || !req.ticket.claim() {
-		return // the slot expired before the connection started: it was counted free
+		return // the slot expired before the connection started: it was counted free (and closed)
 	}
 	defer req.ticket.done()
 	sess := newSession(conn.Conn, &s.cfg)
@@ -179,9 +182,9 @@ func (s *Server) serveConn(conn *fws.Conn) {
 		return
 	}
 	defer s.untrack(sess)
-	if req.user != nil {
-		uc := &userConn{session: sess, u: s.users, ctx: s.ctx, lk: req.user.lk, keyID: req.user.ks.ID}
-		uc.run(req.user.ks)
+	if uc := req.user; uc != nil {
+		uc.session = sess
+		uc.run()
 		return
 	}
 	mc := &marketConn{session: sess, m: s.market, ctx: s.ctx, log: s.cfg.Logger, combined: req.combined,

@@ -19,16 +19,26 @@ type userConn struct {
 	ctx   context.Context
 	lk    ListenKey
 	keyID int64
+	first KeyScope // the scope the upgrade was admitted with
 	scope atomic.Pointer[map[int64]struct{}]
+	sub   Subscription
 }
 
 // User-stream event kinds; C (the client order id) rides only on DEAL and ORDER_UPDATE.
 var userKinds = map[string]bool{"DEAL": true, "ORDER_UPDATE": true, "POSITION_UPDATE": false, "ACCOUNT_UPDATE": false}
 
-// run serves the connection until it closes.
-func (c *userConn) run(ks KeyScope) {
+// follow prepares a user stream that follows the change feed for the key's scope; run then
+// serves it once the connection is upgraded.
+func (u *Users) follow(ctx context.Context, lk ListenKey, ks KeyScope) *userConn {
+	c := &userConn{u: u, ctx: ctx, lk: lk, keyID: ks.ID, first: ks}
 	c.setScope(ks.Logins)
-	sub := c.u.feed.Subscribe(c.inScope, c.cfg.UserBuffer)
+	c.sub = u.feed.Subscribe(c.inScope, u.cfg.UserBuffer)
+	return c
+}
+
+// run serves the connection until it closes.
+func (c *userConn) run() {
+	sub, ks := c.sub, c.first
 	defer sub.Close()
 	c.feed, c.feedDone, c.convert = sub.C(), sub.Done(), c.frame
 	c.feedEnded = func() {
