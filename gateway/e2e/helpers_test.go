@@ -52,7 +52,12 @@ type env struct {
 // symbols and the seed accounts have come through the pipeline.
 func startEnv(t testing.TB, quoted ...string) *env {
 	t.Helper()
-	s := apptest.Start(t)
+	return envOn(t, apptest.Start(t), quoted...)
+}
+
+// envOn is startEnv on a service already started (with its own configuration).
+func envOn(t testing.TB, s *apptest.Service, quoted ...string) *env {
+	t.Helper()
 	e := &env{svc: s}
 	// Wait for every symbol of the trade server, not only the quoted ones: the reference
 	// topic's partitions are projected independently, so exchangeInfo can briefly list a part.
