@@ -39,33 +39,15 @@ func NewClosePositionHandler(s Shared, v *Validator, positions PositionReader) (
 
 // Handle validates the close (-2023, -5006, -4003, -4024, -4007) and queues it.
 func (h ClosePositionHandler) Handle(ctx context.Context, cmd ClosePosition) (Result, error) {
-	p := cmd.Params
-	coid, given, err := clientOrderID(p, "newClientOrderId")
-	if err != nil {
-		return Result{}, err
-	}
-	rt, err := respType(p)
-	if err == nil {
-		var ev *events.PositionCloseRequested
-		var held apd.Decimal
-		var digits int32
-		if ev, held, digits, err = h.validate(ctx, cmd, coid); err == nil {
-			rec, created, err := h.core.submit(ctx, newOperation{caller: cmd.Caller, coid: coid, kind: query.KindClosePosition,
-				login: cmd.Login, id: ev.OperationID, tag: ev.Tag, evs: []events.Event{ev}})
-			if err != nil {
-				return Result{}, err
-			}
-			if !created {
-				return h.core.answer(ctx, h.v.symbols, rec, query.KindClosePosition, cmd.Login, rt)
-			}
-			op := operationOf(ev)
-			if op.Volume == nil {
-				op.Volume = &held // the response shows what a full close asks to close
-			}
-			return Result{Op: op, Queued: op.Status, Digits: digits, RespType: rt}, nil
-		}
-	}
-	return h.core.refused(ctx, h.v.symbols, cmd.Caller, coid, given, query.KindClosePosition, cmd.Login, RespACK, err)
+	return h.core.handle(ctx, h.v.symbols, cmd.Caller, cmd.Login, cmd.Params, query.KindClosePosition, true,
+		func(coid string) (prepared, error) {
+			ev, held, digits, err := h.validate(ctx, cmd, coid)
+			return prepared{ev: ev, digits: digits, adjust: func(r *Result) {
+				if r.Op.Volume == nil {
+					r.Op.Volume = &held // the response shows what a full close asks to close
+				}
+			}}, err
+		})
 }
 
 // validate returns the close event, the position's volume (what a full close closes) and the

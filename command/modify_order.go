@@ -41,24 +41,11 @@ func NewModifyOrderHandler(s Shared, v *Validator, orders OrderReader) (ModifyOr
 
 // Handle validates the new values like a placement's and queues the change.
 func (h ModifyOrderHandler) Handle(ctx context.Context, cmd ModifyOrder) (Result, error) {
-	coid, given, err := clientOrderID(cmd.Params, "newClientOrderId")
-	if err != nil {
-		return Result{}, err
-	}
-	ev, digits, err := h.validate(ctx, cmd, coid)
-	if err != nil {
-		return h.core.refused(ctx, h.v.symbols, cmd.Caller, coid, given, query.KindModifyOrder, cmd.Login, RespRESULT, err)
-	}
-	rec, created, err := h.core.submit(ctx, newOperation{caller: cmd.Caller, coid: coid, kind: query.KindModifyOrder,
-		login: cmd.Login, id: ev.OperationID, tag: ev.Tag, evs: []events.Event{ev}})
-	if err != nil {
-		return Result{}, err
-	}
-	if !created {
-		return h.core.answer(ctx, h.v.symbols, rec, query.KindModifyOrder, cmd.Login, RespRESULT)
-	}
-	op := operationOf(ev)
-	return Result{Op: op, Queued: op.Status, Digits: digits, RespType: RespRESULT}, nil
+	return h.core.handle(ctx, h.v.symbols, cmd.Caller, cmd.Login, cmd.Params, query.KindModifyOrder, false,
+		func(coid string) (prepared, error) {
+			ev, digits, err := h.validate(ctx, cmd, coid)
+			return prepared{ev: ev, digits: digits}, err
+		})
 }
 
 func (h ModifyOrderHandler) validate(ctx context.Context, cmd ModifyOrder, coid string) (*events.OrderModifyRequested, int32, error) {

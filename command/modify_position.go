@@ -40,24 +40,11 @@ func NewModifyPositionHandler(s Shared, v *Validator, positions PositionReader) 
 
 // Handle validates the new stops (-4001, -4008, -4016, -4009) and queues the change.
 func (h ModifyPositionHandler) Handle(ctx context.Context, cmd ModifyPosition) (Result, error) {
-	coid, given, err := clientOrderID(cmd.Params, "newClientOrderId")
-	if err != nil {
-		return Result{}, err
-	}
-	ev, digits, err := h.validate(ctx, cmd, coid)
-	if err != nil {
-		return h.core.refused(ctx, h.v.symbols, cmd.Caller, coid, given, query.KindModifyPosition, cmd.Login, RespRESULT, err)
-	}
-	rec, created, err := h.core.submit(ctx, newOperation{caller: cmd.Caller, coid: coid, kind: query.KindModifyPosition,
-		login: cmd.Login, id: ev.OperationID, tag: ev.Tag, evs: []events.Event{ev}})
-	if err != nil {
-		return Result{}, err
-	}
-	if !created {
-		return h.core.answer(ctx, h.v.symbols, rec, query.KindModifyPosition, cmd.Login, RespRESULT)
-	}
-	op := operationOf(ev)
-	return Result{Op: op, Queued: op.Status, Digits: digits, RespType: RespRESULT}, nil
+	return h.core.handle(ctx, h.v.symbols, cmd.Caller, cmd.Login, cmd.Params, query.KindModifyPosition, false,
+		func(coid string) (prepared, error) {
+			ev, digits, err := h.validate(ctx, cmd, coid)
+			return prepared{ev: ev, digits: digits}, err
+		})
 }
 
 func (h ModifyPositionHandler) validate(ctx context.Context, cmd ModifyPosition, coid string) (*events.PositionModifyRequested, int32, error) {

@@ -37,37 +37,21 @@ func NewPlaceOrderHandler(s Shared, v *Validator) (PlaceOrderHandler, error) {
 
 // Handle answers a new order with its queued view, or a retry from its record.
 func (h PlaceOrderHandler) Handle(ctx context.Context, cmd PlaceOrder) (Result, error) {
-	p := cmd.Params
-	coid, given, err := clientOrderID(p, "newClientOrderId")
-	if err != nil {
-		return Result{}, err
-	}
-	rt, err := respType(p)
-	if err != nil {
-		return h.core.refused(ctx, h.v.symbols, cmd.Caller, coid, given, query.KindPlaceOrder, cmd.Login, RespACK, err)
-	}
-	o, err := h.v.Order(ctx, p, h.core.now())
-	if err == nil && !cmd.TradeAllowed {
-		err = errAccountTradeOff
-	}
-	if err != nil {
-		return h.core.refused(ctx, h.v.symbols, cmd.Caller, coid, given, query.KindPlaceOrder, cmd.Login, rt, err)
-	}
-	head, err := h.core.header(ctx, cmd.Caller, cmd.Login, coid)
-	if err != nil {
-		return Result{}, err
-	}
-	ev := orderEvent(head, o)
-	rec, created, err := h.core.submit(ctx, newOperation{caller: cmd.Caller, coid: coid, kind: query.KindPlaceOrder,
-		login: cmd.Login, id: ev.OperationID, tag: ev.Tag, evs: []events.Event{ev}})
-	if err != nil {
-		return Result{}, err
-	}
-	if !created {
-		return h.core.answer(ctx, h.v.symbols, rec, query.KindPlaceOrder, cmd.Login, rt)
-	}
-	op := operationOf(ev)
-	return Result{Op: op, Queued: op.Status, Digits: o.spec.Digits, RespType: rt}, nil
+	return h.core.handle(ctx, h.v.symbols, cmd.Caller, cmd.Login, cmd.Params, query.KindPlaceOrder, true,
+		func(coid string) (prepared, error) {
+			o, err := h.v.Order(ctx, cmd.Params, h.core.now())
+			if err == nil && !cmd.TradeAllowed {
+				err = errAccountTradeOff
+			}
+			if err != nil {
+				return prepared{}, err
+			}
+			head, err := h.core.header(ctx, cmd.Caller, cmd.Login, coid)
+			if err != nil {
+				return prepared{}, err
+			}
+			return prepared{ev: orderEvent(head, o), digits: o.spec.Digits}, nil
+		})
 }
 
 // orderEvent is the OrderRequested_v1 of a validated order.

@@ -209,6 +209,51 @@ func (c core) rewrap(rec Record, attempt int) ([]events.Envelope, error) {
 	return c.log.Wrap(evs...)
 }
 
+// prepared is a validated command ready to be recorded and queued.
+type prepared struct {
+	ev     events.Event
+	digits int32
+	// adjust adds to a fresh answer what the request knew beyond its event (nil: nothing).
+	adjust func(*Result)
+}
+
+// handle is the flow of every single-operation command: read newClientOrderId (and
+// newOrderRespType when the endpoint takes one), prepare the validated command event, then
+// record and queue it, or answer a retry from its record. A refusal of prepare is answered
+// from the record when the client order id has one.
+func (c core) handle(ctx context.Context, symbols SymbolReader, caller Caller, login int64, p Params, kind string,
+	takesRespType bool, prepare func(coid string) (prepared, error)) (Result, error) {
+	coid, given, err := clientOrderID(p, "newClientOrderId")
+	if err != nil {
+		return Result{}, err
+	}
+	rt := RespRESULT
+	if takesRespType {
+		if rt, err = respType(p); err != nil {
+			return c.refused(ctx, symbols, caller, coid, given, kind, login, RespACK, err)
+		}
+	}
+	pr, err := prepare(coid)
+	if err != nil {
+		return c.refused(ctx, symbols, caller, coid, given, kind, login, rt, err)
+	}
+	head := pr.ev.(interface{ OperationHeader() *events.Operation }).OperationHeader()
+	rec, created, err := c.submit(ctx, newOperation{caller: caller, coid: coid, kind: kind, login: login,
+		id: head.OperationID, tag: head.Tag, evs: []events.Event{pr.ev}})
+	if err != nil {
+		return Result{}, err
+	}
+	if !created {
+		return c.answer(ctx, symbols, rec, kind, login, rt)
+	}
+	op := operationOf(pr.ev)
+	res := Result{Op: op, Queued: op.Status, Digits: pr.digits, RespType: rt}
+	if pr.adjust != nil {
+		pr.adjust(&res)
+	}
+	return res, nil
+}
+
 // answer builds the Result of a retry: the operation as the read model knows it, or as the
 // record's command describes it (queued) when the read model has not seen it yet.
 func (c core) answer(ctx context.Context, symbols SymbolReader, rec Record, kind string, login int64, rt string) (Result, error) {
