@@ -144,24 +144,30 @@ func (m *Market) DayStatsApplied(s query.DayStats) {
 	publish(&st.topics[topicTicker], func() []byte { return encodeTicker(&s, d, now) })
 }
 
-// publish encodes a payload only when the topic has subscribers, wraps it once for the
-// combined form if any subscriber needs it, and enqueues it on every subscriber.
+// publish encodes and frames a payload only when the topic has subscribers (once, and once
+// more wrapped for the combined form if a subscriber needs it) and enqueues the same frame
+// bytes on every subscriber.
 func publish(t *topic, encode func() []byte) {
 	subs := t.subs.Load()
 	if subs == nil || len(*subs) == 0 {
 		return
 	}
-	raw := encode()
-	var wrapped []byte
+	payload := encode()
+	var raw, wrapped []byte
 	for _, c := range *subs {
-		f := raw
+		var f []byte
 		if c.combined {
 			if wrapped == nil {
-				wrapped = wrapCombined(t.name, raw)
+				wrapped = textFrame(wrapCombined(t.name, payload))
 			}
 			f = wrapped
+		} else {
+			if raw == nil {
+				raw = textFrame(payload)
+			}
+			f = raw
 		}
-		c.enqueue(f)
+		c.enqueueFrame(f)
 	}
 }
 

@@ -132,18 +132,29 @@ func encodeKline(symbol string, iv int, b *bar, closed bool, digits int32, now i
 // encodeTicker renders day statistics. The percentage change is derived from open and last
 // (the spec: derived on the streamed path, agreeing with the server's statistic to rounding).
 func encodeTicker(s *query.DayStats, digits int32, now int64) []byte {
-	pct := "0.00"
-	if !s.Open.IsZero() {
-		pct = dec.Fixed(dec.Mul(dec.Quo(dec.Sub(s.Last, s.Open), s.Open), dec.New(100, 0)), 2)
-	}
 	return mustJSON(tickerPayload{Event: "ticker", EventTime: now, Symbol: s.Symbol,
 		Open: formatPrice(s.Open, digits), High: formatPrice(s.High, digits), Low: formatPrice(s.Low, digits),
 		Last: formatPrice(s.Last, digits), Bid: formatPrice(s.Bid, digits), Ask: formatPrice(s.Ask, digits),
 		BidHigh: formatPrice(s.BidHigh, digits), BidLow: formatPrice(s.BidLow, digits),
 		AskHigh: formatPrice(s.AskHigh, digits), AskLow: formatPrice(s.AskLow, digits),
-		PriceChange: formatPrice(s.PriceChange, digits), PriceChangePercent: pct,
+		PriceChange: formatPrice(s.PriceChange, digits), PriceChangePercent: changePercent(s.Open, s.Last),
 		Volatility: dec.Fixed(s.Volatility, 2), TradeDeals: s.TradeDeals, Volume: dec.String(s.Volume),
 		BuyOrders: s.BuyOrders, SellOrders: s.SellOrders, Time: s.Time})
+}
+
+// pctContext computes percentages exactly enough for two places.
+var pctContext = apd.BaseContext.WithPrecision(34)
+
+// changePercent is (last - open) / open * 100 at 2 places, "0.00" without an open price.
+func changePercent(open, last apd.Decimal) string {
+	if open.IsZero() || open.Form != apd.Finite || last.Form != apd.Finite {
+		return "0.00"
+	}
+	var diff, q, p apd.Decimal
+	_, _ = pctContext.Sub(&diff, &last, &open)
+	_, _ = pctContext.Quo(&q, &diff, &open)
+	_, _ = pctContext.Mul(&p, &q, apd.New(100, 0))
+	return dec.Fixed(p, 2)
 }
 
 // wrapCombined wraps a payload for the combined endpoint: {"stream":name,"data":payload}.

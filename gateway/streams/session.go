@@ -22,18 +22,30 @@ const (
 	closeNoFrameSent = 0                                // the connection is gone: no close frame
 )
 
+// maxBatch bounds the bytes one write gathers from the queue.
+const maxBatch = 64 << 10
+
+var errTooBig = errors.New("streams: inbound message over the size limit")
+
 // session is one WebSocket connection. The handler goroutine reads (readLoop); a writer
-// goroutine owns every write: queued frames, the change feed of a user stream, pings, the
-// lifetime and the closing handshake. Publishers only ever enqueue without blocking, so a
-// slow client costs its own queue and nothing else.
+// goroutine owns every write: queued frames, the change feed of a user stream, pings, pongs,
+// the lifetime and the closing handshake. Publishers only ever enqueue without blocking, so
+// a slow client costs its own queue and nothing else.
+//
+// The writer writes whole frames straight to the connection, as many as are queued (up to
+// maxBatch) in one write: one TLS record and one system call carry many frames when a client
+// is busy, which is what lets one gateway feed thousands of connections. Each write is a
+// single Write of whole frames, and the connection serialises Writes, so the library's own
+// rare writes (a close after a protocol error) cannot interleave with ours.
 type session struct {
 	ws  *websocket.Conn
 	cfg *Config
 
-	queue chan []byte
+	queue chan []byte // framed
+	ctrl  chan []byte // framed control frames from the reader (pongs)
 
 	// feed and feedDone are a user stream's change feed (nil on market streams); convert
-	// turns one change into a frame, or nil to skip it; feedEnded decides the close.
+	// turns one change into a payload, or nil to skip it; feedEnded decides the close.
 	feed      <-chan Change
 	feedDone  <-chan struct{}
 	convert   func(*Change) []byte
@@ -43,26 +55,31 @@ type session struct {
 	closeOnce   sync.Once
 	closeCode   int
 	closeReason string
-	lastFrame   []byte // sent just before the close frame (an error frame), if any
+	lastFrame   []byte // payload sent just before the close frame (an error frame), if any
 	dropQueue   bool   // an overflowed queue is not delivered
 
 	pingPayload atomic.Pointer[string]
 	lastPong    atomic.Int64 // unix nanos of the last pong answering our ping
 	rate        rateWindow   // reader goroutine only
 
+	buf        []byte // the writer's batch
 	writerDone chan struct{}
 }
 
 func newSession(ws *websocket.Conn, cfg *Config) *session {
-	s := &session{ws: ws, cfg: cfg, queue: make(chan []byte, cfg.SendQueue), closing: make(chan struct{}),
-		writerDone: make(chan struct{}), rate: rateWindow{times: make([]time.Time, cfg.MaxMessageRate)}}
+	s := &session{ws: ws, cfg: cfg, queue: make(chan []byte, cfg.SendQueue), ctrl: make(chan []byte, 4),
+		closing: make(chan struct{}), writerDone: make(chan struct{}),
+		rate: rateWindow{times: make([]time.Time, cfg.MaxMessageRate)}}
 	s.lastPong.Store(time.Now().UnixNano())
 	return s
 }
 
-// enqueue queues a frame without blocking; a full queue closes the connection with 1011.
-// It reports whether the frame was queued.
-func (s *session) enqueue(frame []byte) bool {
+// enqueue frames a payload and queues it (replies and error frames).
+func (s *session) enqueue(payload []byte) bool { return s.enqueueFrame(textFrame(payload)) }
+
+// enqueueFrame queues a framed payload without blocking; a full queue closes the connection
+// with 1011. It reports whether the frame was queued.
+func (s *session) enqueueFrame(frame []byte) bool {
 	select {
 	case <-s.closing:
 		return false
@@ -105,14 +122,18 @@ func (s *session) isClosing() bool {
 func (s *session) serve(onMessage func([]byte)) {
 	go s.writeLoop()
 	err := s.readLoop(onMessage)
-	if errors.Is(err, websocket.ErrReadLimit) {
-		s.shut(closeTooBig, "message too big", nil) // the library has already sent close 1009
+	var ce *websocket.CloseError
+	switch {
+	case errors.Is(err, errTooBig):
+		s.shut(closeTooBig, "message too big", nil)
+	case errors.As(err, &ce):
+		s.shut(ce.Code, "", nil) // the client closed first: answer with its code
+	default:
+		// The connection failed, or a close decided earlier has run its course.
+		s.shut(closeNoFrameSent, "", nil)
 	}
-	// Otherwise the client closed (the library answered its close frame), the connection
-	// failed, or a close decided earlier has run its course: nothing more to send.
-	s.shut(closeNoFrameSent, "", nil)
 	s.awaitWriter()
-	if errors.Is(err, websocket.ErrReadLimit) {
+	if errors.Is(err, errTooBig) {
 		s.drain()
 	}
 }
@@ -141,9 +162,9 @@ func (s *session) drain() {
 
 // readLoop reads until the connection fails or closes. Pings from the client count toward
 // the message rate; pongs never do, and only a pong answering our latest ping proves the
-// client alive (unsolicited pongs are ignored).
+// client alive (unsolicited pongs are ignored). A message over MaxMessageBytes ends the loop
+// with errTooBig.
 func (s *session) readLoop(onMessage func([]byte)) error {
-	s.ws.SetReadLimit(s.cfg.MaxMessageBytes)
 	s.ws.SetPongHandler(func(data string) error {
 		if p := s.pingPayload.Load(); p != nil && *p == data {
 			s.lastPong.Store(time.Now().UnixNano())
@@ -154,16 +175,26 @@ func (s *session) readLoop(onMessage func([]byte)) error {
 		if !s.isClosing() && !s.rate.allow(time.Now()) {
 			s.shut(closePolicy, "message rate exceeded", nil)
 		}
-		err := s.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
-		if err != nil && !errors.Is(err, websocket.ErrCloseSent) && !isTimeout(err) {
-			return err
+		select {
+		case s.ctrl <- appendFrame(nil, opPong, []byte(data)):
+		default: // a client flooding pings gets some of them answered
 		}
 		return nil
 	})
+	// The writer answers the client's close frame (serve), not the library.
+	s.ws.SetCloseHandler(func(int, string) error { return nil })
+	limit := s.cfg.MaxMessageBytes
 	for {
-		_, data, err := s.ws.ReadMessage()
+		_, r, err := s.ws.NextReader()
 		if err != nil {
 			return err
+		}
+		data, err := io.ReadAll(io.LimitReader(r, limit+1))
+		if err != nil {
+			return err
+		}
+		if int64(len(data)) > limit {
+			return errTooBig
 		}
 		if s.isClosing() {
 			continue // waiting for the client's close frame; what it still sends is discarded
@@ -178,7 +209,7 @@ func (s *session) readLoop(onMessage func([]byte)) error {
 	}
 }
 
-// writeLoop is the only writer of frames (the library answers pings and close frames itself).
+// writeLoop is the only writer of frames.
 func (s *session) writeLoop() {
 	defer close(s.writerDone)
 	ping := time.NewTicker(s.cfg.PingInterval)
@@ -192,28 +223,23 @@ func (s *session) writeLoop() {
 			s.finish()
 			return
 		}
+		ok := true
 		select {
 		case f := <-s.queue:
-			if !s.write(f) {
-				return
-			}
-		case ch, ok := <-s.feed:
-			if !ok {
-				s.feed = nil
-				continue
-			}
-			if f := s.convert(&ch); f != nil && !s.write(f) {
-				return
+			ok = s.flush(f)
+		case ch := <-s.feed:
+			if p := s.convert(&ch); p != nil {
+				ok = s.flush(textFrame(p))
 			}
 		case <-s.feedDone:
 			s.feedDone = nil
 			s.feedEnded()
+		case f := <-s.ctrl:
+			ok = s.writeRaw(f, s.cfg.WriteTimeout)
 		case <-ping.C:
 			payload := strconv.FormatInt(time.Now().UnixNano(), 10)
 			s.pingPayload.Store(&payload)
-			if err := s.ws.WriteControl(websocket.PingMessage, []byte(payload), time.Now().Add(s.cfg.WriteTimeout)); err != nil {
-				s.shut(closeNoFrameSent, "", nil)
-			}
+			ok = s.writeRaw(appendFrame(nil, opPing, []byte(payload)), s.cfg.WriteTimeout)
 		case <-pongDeadline.C:
 			silent := time.Since(time.Unix(0, s.lastPong.Load()))
 			if silent >= s.cfg.PongTimeout {
@@ -225,44 +251,69 @@ func (s *session) writeLoop() {
 			s.shut(closeNormal, "connection lifetime reached", nil)
 		case <-s.closing:
 		}
+		if !ok {
+			return
+		}
 	}
 }
 
-// write sends one text frame within WriteTimeout; a failure ends the connection.
-func (s *session) write(frame []byte) bool {
-	_ = s.ws.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-	if err := s.ws.WriteMessage(websocket.TextMessage, frame); err != nil {
+// flush writes first and whatever else is queued (frames, then a user stream's pending
+// changes), up to maxBatch bytes, in one write.
+func (s *session) flush(first []byte) bool {
+	b := append(s.buf[:0], first...)
+	for len(b) < maxBatch {
+		select {
+		case f := <-s.queue:
+			b = append(b, f...)
+			continue
+		default:
+		}
+		if s.feed == nil {
+			break
+		}
+		select {
+		case ch := <-s.feed:
+			if p := s.convert(&ch); p != nil {
+				b = appendFrame(b, opText, p)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	if cap(b) <= 4*maxBatch {
+		s.buf = b // keep the buffer, unless one huge frame grew it
+	}
+	return s.writeRaw(b, s.cfg.WriteTimeout)
+}
+
+// writeRaw writes whole frames within timeout; a failure ends the connection.
+func (s *session) writeRaw(b []byte, timeout time.Duration) bool {
+	nc := s.ws.NetConn()
+	_ = nc.SetWriteDeadline(time.Now().Add(timeout))
+	if _, err := nc.Write(b); err != nil {
 		s.shut(closeNoFrameSent, "", nil)
-		_ = s.ws.NetConn().SetReadDeadline(time.Now()) // the peer is gone: stop the reader too
+		_ = nc.SetReadDeadline(time.Now()) // the peer is gone: stop the reader too
 		return false
 	}
 	return true
 }
 
-// finish sends the last frame and the close frame, then gives the reader CloseGrace to
-// receive the client's answer.
+// finish sends what is still queued (unless the queue overflowed), the last frame and the
+// close frame in one write, then gives the reader CloseGrace to receive the client's answer.
 func (s *session) finish() {
 	if s.closeCode != closeNoFrameSent {
-		// After an overflow the queue is not delivered: the close frame tells the client to
-		// resnapshot. Otherwise replies already queued go out before the close.
+		b := s.buf[:0]
 		for !s.dropQueue && len(s.queue) > 0 {
-			if !s.write(<-s.queue) {
-				return
-			}
+			b = append(b, <-s.queue...)
 		}
 		if s.lastFrame != nil {
-			_ = s.ws.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-			_ = s.ws.WriteMessage(websocket.TextMessage, s.lastFrame)
+			b = appendFrame(b, opText, s.lastFrame)
 		}
-		_ = s.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(s.closeCode, s.closeReason),
-			time.Now().Add(s.cfg.CloseGrace))
+		b = appendFrame(b, opClose, websocket.FormatCloseMessage(s.closeCode, s.closeReason))
+		_ = s.writeRaw(b, s.cfg.CloseGrace+s.cfg.WriteTimeout)
 	}
 	_ = s.ws.NetConn().SetReadDeadline(time.Now().Add(s.cfg.CloseGrace))
-}
-
-func isTimeout(err error) bool {
-	var te interface{ Timeout() bool }
-	return errors.As(err, &te) && te.Timeout()
 }
 
 // rateWindow admits at most len(times) messages in any one-second span.
