@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -98,6 +99,9 @@ func Decode(env Envelope) (Event, error) {
 	e := ctor()
 	if err := json.Unmarshal(env.Payload, e); err != nil {
 		return nil, fmt.Errorf("events: decode %s: %w", env.Type, err)
+	}
+	if err := checkFinite(reflect.ValueOf(e), env.Type); err != nil {
+		return nil, err
 	}
 	return e, nil
 }

@@ -90,3 +90,28 @@ func TestEveryTopicHasAPositivePartitionCount(t *testing.T) {
 		seen[tp.Name] = true
 	}
 }
+
+func TestDecodeRefusesNonFiniteDecimals(t *testing.T) {
+	env, err := Wrap(&TickReceived{Symbol: "EURUSD", Bid: dec.MustParse("1.1"), Ask: dec.MustParse("1.2")}, time.Now(), "", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decode(env); err != nil {
+		t.Fatalf("a finite tick: %v", err)
+	}
+	for _, bad := range []string{"NaN", "Infinity", "-Infinity"} {
+		env.Payload = json.RawMessage(`{"symbol":"EURUSD","bid":"1.1","ask":"` + bad + `","last":"0"}`)
+		if _, err := Decode(env); err == nil || !strings.Contains(err.Error(), "Ask") {
+			t.Errorf("a tick with ask %s decoded: %v", bad, err)
+		}
+	}
+	// Optional decimals behind pointers are checked too.
+	cmd, err := Wrap(&OrderRequested{}, time.Now(), "", "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Payload = json.RawMessage(`{"price":"NaN"}`)
+	if _, err := Decode(cmd); err == nil {
+		t.Error("an order request with price NaN decoded")
+	}
+}

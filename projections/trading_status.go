@@ -169,12 +169,11 @@ func fromFills(in opInputs, out *opOutcome) opDerived {
 	}
 	price := f.FirstPrice
 	if f.Count > 1 && !f.Volume.IsZero() {
-		price = dec.Quo(f.VolumePrice, f.Volume)
 		places := ownPlaces(f.FirstPrice)
 		if in.DigitsOK {
 			places = in.Digits
 		}
-		price = dec.Round(price, places+2)
+		price = dec.Round(dec.MustQuo(f.VolumePrice, f.Volume), places+2)
 	}
 	d.ExecPrice = &price
 	// A fill supersedes a refusal (REJECTED -1000, IN_DOUBT): its code no longer holds; a

@@ -123,10 +123,11 @@ func (h PositionsHandler) convert(amount apd.Decimal, from, to string) (apd.Deci
 	}
 	rf, ok1 := h.toUSD(from)
 	rt, ok2 := h.toUSD(to)
-	if !ok1 || !ok2 || rt.IsZero() {
+	if !ok1 || !ok2 {
 		return apd.Decimal{}, false
 	}
-	return dec.Quo(dec.Mul(amount, rf), rt), true
+	v, err := dec.Quo(dec.Mul(amount, rf), rt)
+	return v, err == nil // a zero rate is no rate: the figure is left out, not zero
 }
 
 func (h PositionsHandler) toUSD(c string) (apd.Decimal, bool) {
@@ -139,8 +140,10 @@ func (h PositionsHandler) toUSD(c string) (apd.Decimal, bool) {
 	if q, ok := h.quotes.Quote(c + "USD"); ok {
 		return q.Bid, true
 	}
-	if q, ok := h.quotes.Quote("USD" + c); ok && !q.Ask.IsZero() {
-		return dec.Quo(dec.New(1, 0), q.Ask), true
+	if q, ok := h.quotes.Quote("USD" + c); ok {
+		if r, err := dec.Quo(dec.New(1, 0), q.Ask); err == nil { // a zero ask is no rate
+			return r, true
+		}
 	}
 	return apd.Decimal{}, false
 }

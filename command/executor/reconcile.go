@@ -79,8 +79,11 @@ func (x *Executor) fillOutcome(ctx context.Context, o *operation, fills []mt5.De
 	}
 	price := fills[0].Price
 	if len(fills) > 1 {
-		price = dec.Quo(notional, volume)
-		price.Reduce(&price)
+		vwap, err := dec.Quo(notional, volume)
+		if err != nil {
+			return nil, fmt.Errorf("average price of %d fills of %s: %w", len(fills), o.op.OperationID, err)
+		}
+		price.Reduce(&vwap)
 	}
 	out := newOutcome(o, now)
 	out.Reconciled = true

@@ -118,7 +118,7 @@ func TestBatchInsert_NamedColumnsAndApdDecimalRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := dec.Zero
+	var want apd.Decimal
 	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixMilli()
 	for i := range rows {
 		// 1.10000, 1.10001, ... and a negative one, to cover the sign.
@@ -138,9 +138,7 @@ func TestBatchInsert_NamedColumnsAndApdDecimalRoundTrip(t *testing.T) {
 		if err := batch.Append(int64(i+1), int64(1001+i%3), "EURUSD", p, v, base+int64(i)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := dec.Ctx.Add(&want, &want, &price); err != nil {
-			t.Fatal(err)
-		}
+		want = dec.Add(want, price)
 	}
 	if err := batch.Send(); err != nil {
 		t.Fatal(err)

@@ -233,7 +233,11 @@ func testClose(t *testing.T, f Fixture) {
 
 func testPending(t *testing.T, f Fixture) {
 	ctx := ctx5(t)
-	price := dec.Round(dec.Quo(dec.MustParse(f.Bid), dec.New(2, 0)), 0) // far below the market
+	half, err := dec.Quo(dec.MustParse(f.Bid), dec.New(2, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	price := dec.Round(half, 0) // far below the market
 	seq := cursor(t, f.Server)
 	r, err := f.Server.Send(ctx, mt5.TradeRequest{Login: f.Login, Action: mt5.ActionPending, Symbol: f.Symbol,
 		Type: mt5.OrderBuyLimit, Volume: minVolume(t, f), Price: price, Comment: "contractCT00004"})

@@ -119,6 +119,10 @@ func (s *Sim) balanceOp(login int64, amount apd.Decimal, act mt5.DealAction) (in
 		s.mu.Unlock()
 		return 0, fmt.Errorf("sim: %s would become negative", comment)
 	}
+	if err := s.checkRates(a); err != nil { // the account update carries its figures
+		s.mu.Unlock()
+		return 0, fmt.Errorf("sim: %s of %d: %w", comment, login, err)
+	}
 	*target = dec.Add(*target, amount)
 	d := &mt5.Deal{Ticket: s.nextDeal, Login: login, Action: act, Entry: mt5.EntryIn, Profit: amount,
 		Comment: comment, Time: s.tradeTime()}
@@ -138,6 +142,10 @@ func (s *Sim) SetAccountTradeAllowed(login int64, allowed bool) error {
 	if a == nil {
 		s.mu.Unlock()
 		return mt5.ErrUnknownLogin
+	}
+	if err := s.checkRates(a); err != nil { // the account update carries its figures
+		s.mu.Unlock()
+		return fmt.Errorf("sim: account %d: %w", login, err)
 	}
 	a.TradeAllowed = allowed
 	s.emitAccount(a, mt5.ChangeUpdate)

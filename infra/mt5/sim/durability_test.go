@@ -86,7 +86,7 @@ func TestReplayedExpiryStillExpires(t *testing.T) {
 	h.mustCode(mt5.RetPlaced, req)
 	h.reopen()
 	h.clock.Add(time.Hour)
-	h.s.Housekeep()
+	h.housekeep()
 	if len(h.openOrders(1001)) != 0 || h.history(1001)[0].State != mt5.StateExpired {
 		t.Fatal("replayed order did not expire")
 	}

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"fmt"
+
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
@@ -55,7 +57,7 @@ func sumParts(y *symbol, parts []fillPart) (vol, vwap apd.Decimal) {
 	if len(parts) == 1 {
 		return vol, parts[0].price
 	}
-	return vol, dec.Round(dec.Quo(num, vol), int32(y.spec.Digits+2))
+	return vol, dec.Round(dec.MustQuo(num, vol), int32(y.spec.Digits+2)) // parts have volume
 }
 
 func dealAction(buy bool) mt5.DealAction {
@@ -81,7 +83,21 @@ func orderSide(buy bool) mt5.OrderType {
 
 // execOpen executes order o (already ticketed) as a new position of the order's ticket and
 // emits the order, its deals, the position and the account. o.VolumeInitial is the volume asked.
-func (s *Sim) execOpen(a *account, y *symbol, o *mt5.Order, buy bool, parts []fillPart, reason mt5.DealReason) (*position, []*mt5.Deal) {
+// It changes nothing and fails when the account could not be valued afterwards (checkRates).
+func (s *Sim) execOpen(a *account, y *symbol, o *mt5.Order, buy bool, parts []fillPart, reason mt5.DealReason) (*position, []*mt5.Deal, error) {
+	if err := s.checkRates(a, y); err != nil {
+		return nil, nil, err
+	}
+	comms := make([]apd.Decimal, len(parts))
+	for i, part := range parts {
+		c, err := s.commissionOf(a, y, part.vol)
+		if err != nil {
+			return nil, nil, err
+		}
+		if reason != mt5.ReasonRollover {
+			comms[i] = c
+		}
+	}
 	now := s.tradeTime()
 	total, vwap := sumParts(y, parts)
 	p := &position{Position: mt5.Position{Ticket: o.Ticket, Login: a.Login, Symbol: y.spec.Name, Type: posType(buy),
@@ -89,13 +105,10 @@ func (s *Sim) execOpen(a *account, y *symbol, o *mt5.Order, buy bool, parts []fi
 		TimeCreate: now, TimeUpdate: now}}
 	balBefore := a.Balance
 	deals := make([]*mt5.Deal, 0, len(parts))
-	for _, part := range parts {
+	for i, part := range parts {
 		d := &mt5.Deal{Ticket: s.nextDeal, Login: a.Login, Order: o.Ticket, Position: p.Ticket, Symbol: y.spec.Name,
 			Action: dealAction(buy), Entry: mt5.EntryIn, Reason: reason, Volume: part.vol, Price: part.price,
-			Commission: s.commissionOf(a, y, part.vol), Comment: o.Comment, Time: now}
-		if reason == mt5.ReasonRollover {
-			d.Commission = apd.Decimal{}
-		}
+			Commission: comms[i], Comment: o.Comment, Time: now}
 		s.nextDeal++
 		a.Balance = dec.Add(a.Balance, d.Commission)
 		a.addDeal(d)
@@ -118,7 +131,7 @@ func (s *Sim) execOpen(a *account, y *symbol, o *mt5.Order, buy bool, parts []fi
 	if a.Balance.Cmp(&balBefore) != 0 {
 		s.emitAccount(a, mt5.ChangeUpdate)
 	}
-	return p, deals
+	return p, deals, nil
 }
 
 // finishOrder marks o filled (partially when total is below its volume) at the
@@ -138,24 +151,38 @@ func finishOrder(a *account, o *mt5.Order, position int64, total, vwap apd.Decim
 }
 
 // execClose closes the parts' total volume of p with closing order o and emits the order,
-// its deals, the position change and the account.
-func (s *Sim) execClose(a *account, y *symbol, p *position, o *mt5.Order, parts []fillPart, reason mt5.DealReason) []*mt5.Deal {
+// its deals, the position change and the account. It changes nothing and fails when a
+// profit or commission could not be converted to the deposit currency (checkRates).
+func (s *Sim) execClose(a *account, y *symbol, p *position, o *mt5.Order, parts []fillPart, reason mt5.DealReason) ([]*mt5.Deal, error) {
+	if err := s.checkRates(a, y); err != nil {
+		return nil, err
+	}
+	profits, comms := make([]apd.Decimal, len(parts)), make([]apd.Decimal, len(parts))
+	for i, part := range parts {
+		var err error
+		if profits[i], err = s.profitIn(a, y, rawProfit(y, p.Type, part.vol, p.PriceOpen, part.price)); err != nil {
+			return nil, err
+		}
+		c, err := s.commissionOf(a, y, part.vol)
+		if err != nil {
+			return nil, err
+		}
+		if reason != mt5.ReasonRollover {
+			comms[i] = c
+		}
+	}
 	now := s.tradeTime()
 	total, vwap := sumParts(y, parts)
 	buyPos := p.Type == mt5.PositionBuy
 	swapPart := p.Swap
 	if total.Cmp(&p.Volume) < 0 {
-		swapPart = round2(dec.Quo(dec.Mul(p.Swap, total), p.Volume))
+		swapPart = round2(dec.MustQuo(dec.Mul(p.Swap, total), p.Volume)) // p.Volume > total > 0
 	}
 	deals := make([]*mt5.Deal, 0, len(parts))
 	for i, part := range parts {
 		d := &mt5.Deal{Ticket: s.nextDeal, Login: a.Login, Order: o.Ticket, Position: p.Ticket, Symbol: y.spec.Name,
 			Action: dealAction(!buyPos), Entry: mt5.EntryOut, Reason: reason, Volume: part.vol, Price: part.price,
-			Profit:     s.profitIn(a, y, rawProfit(y, p.Type, part.vol, p.PriceOpen, part.price)),
-			Commission: s.commissionOf(a, y, part.vol), Comment: o.Comment, Time: now}
-		if reason == mt5.ReasonRollover {
-			d.Commission = apd.Decimal{}
-		}
+			Profit: profits[i], Commission: comms[i], Comment: o.Comment, Time: now}
 		if i == 0 {
 			d.Swap = swapPart
 		}
@@ -184,7 +211,7 @@ func (s *Sim) execClose(a *account, y *symbol, p *position, o *mt5.Order, parts 
 		s.emitPosition(p, mt5.ChangeUpdate)
 	}
 	s.emitAccount(a, mt5.ChangeUpdate)
-	return deals
+	return deals, nil
 }
 
 func (s *Sim) removePosition(a *account, y *symbol, p *position) {
@@ -212,10 +239,15 @@ func (s *Sim) newOrder(a *account, y *symbol, t mt5.OrderType, vol apd.Decimal, 
 	return o
 }
 
-// closeAtMarket closes all of p at the current closing price (SL, TP, stop-out).
-func (s *Sim) closeAtMarket(a *account, y *symbol, p *position, reason mt5.DealReason, comment string) {
+// closeAtMarket closes all of p at the current closing price (SL, TP, stop-out). It fails,
+// leaving p open, when the close could not be valued (checkRates).
+func (s *Sim) closeAtMarket(a *account, y *symbol, p *position, reason mt5.DealReason, comment string) error {
+	if err := s.checkRates(a, y); err != nil {
+		return fmt.Errorf("close position %d (%s): %w", p.Ticket, comment, err)
+	}
 	buyPos := p.Type == mt5.PositionBuy
 	o := s.newOrder(a, y, orderSide(!buyPos), p.Volume, comment, reason)
 	o.Filling = mt5.FillFOK
-	s.execClose(a, y, p, o, []fillPart{{p.Volume, closePrice(y, p.Type)}}, reason)
+	_, err := s.execClose(a, y, p, o, []fillPart{{p.Volume, closePrice(y, p.Type)}}, reason)
+	return err
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 
 	"tradesvc/infra/mt5"
 )
@@ -28,14 +29,23 @@ func (s *Sim) emitDeal(d *mt5.Deal) {
 	s.emitFact(mt5.Fact{Kind: mt5.FactDeal, Login: d.Login, Action: mt5.ChangeNew, Deal: &c})
 }
 
+// emitPosition and emitAccount publish snapshots with live figures. Every operation that
+// changes an account first checks that its figures can be computed (checkRates) and refuses
+// otherwise, so a failure here is a broken invariant: it panics rather than publish a zero.
 func (s *Sim) emitPosition(p *position, x mt5.ChangeAction) {
-	snap := s.positionSnapshot(p)
+	snap, err := s.positionSnapshot(p)
+	if err != nil {
+		panic(fmt.Sprintf("sim: position %d changed after checkRates but cannot be valued: %v", p.Ticket, err))
+	}
 	s.emitFact(mt5.Fact{Kind: mt5.FactPosition, Login: p.Login, Action: x, Position: &snap})
 }
 
 func (s *Sim) emitAccount(a *account, x mt5.ChangeAction) {
 	a.UpdateTime = s.tradeTime()
-	snap := s.accountSnapshot(a)
+	snap, err := s.accountSnapshot(a)
+	if err != nil {
+		panic(fmt.Sprintf("sim: account %d changed after checkRates but cannot be valued: %v", a.Login, err))
+	}
 	s.emitFact(mt5.Fact{Kind: mt5.FactAccount, Login: a.Login, Action: x, Account: &snap})
 }
 

@@ -206,3 +206,11 @@ func eqStrings(t *testing.T, what string, got []string, want ...string) {
 		}
 	}
 }
+
+// housekeep runs Housekeep and fails the test when its facts were not made durable.
+func (h *harness) housekeep() {
+	h.t.Helper()
+	if err := h.s.Housekeep(); err != nil {
+		h.t.Fatal(err)
+	}
+}

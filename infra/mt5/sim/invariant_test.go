@@ -74,7 +74,7 @@ func randomOps(h *harness, rng *rand.Rand, n int, check func(i int)) {
 			if p := randomPosition(login); p != nil {
 				req := mt5.TradeRequest{Login: login, Action: mt5.ActionDeal, Position: p.Ticket}
 				if rng.IntN(2) == 0 {
-					req.Volume = dec.Round(dec.Quo(p.Volume, dec.New(2, 0)), 2)
+					req.Volume = dec.Round(dec.MustQuo(p.Volume, dec.New(2, 0)), 2)
 				}
 				_, err = h.s.Send(ctx, req)
 			}
@@ -133,7 +133,7 @@ func randomOps(h *harness, rng *rand.Rand, n int, check func(i int)) {
 			_, err = h.s.Deposit(login, dec.New(int64(100+rng.IntN(1000)), 0))
 		default:
 			h.clock.Add(time.Duration(rng.IntN(360)) * time.Minute)
-			h.s.Housekeep()
+			h.housekeep()
 		}
 		if err != nil {
 			h.t.Fatalf("op %d: %v", i, err)

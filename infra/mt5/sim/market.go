@@ -54,7 +54,10 @@ func (s *Sim) openMarket(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 	}
 	o := s.newOrder(a, y, req.Type, req.Volume, req.Comment, mt5.ReasonClient)
 	o.Filling, o.Price, o.SL, o.TP = policy, req.Price, req.SL, req.TP
-	p, deals := s.execOpen(a, y, o, buy, parts, mt5.ReasonClient)
+	p, deals, err := s.execOpen(a, y, o, buy, parts, mt5.ReasonClient)
+	if err != nil { // not reached: marginCheck checked the rates
+		return ret(mt5.RetPriceOff)
+	}
 	return s.fillResult(o, p.Ticket, deals, vol, vwap)
 }
 
@@ -121,9 +124,16 @@ func (s *Sim) closeRequest(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 	if len(parts) == 0 {
 		return ret(mt5.RetReject)
 	}
+	if err := s.checkRates(a, y); err != nil {
+		s.log.Warn("simulator refuses a close it cannot value", "login", a.Login, "position", p.Ticket, "err", err)
+		return ret(mt5.RetPriceOff)
+	}
 	o := s.newOrder(a, y, orderSide(!buyPos), vol, req.Comment, mt5.ReasonClient)
 	o.Filling, o.Price = policy, req.Price
-	deals := s.execClose(a, y, p, o, parts, mt5.ReasonClient)
+	deals, err := s.execClose(a, y, p, o, parts, mt5.ReasonClient)
+	if err != nil { // not reached: the rates were checked just above
+		return ret(mt5.RetPriceOff)
+	}
 	filled, vwap := sumParts(y, parts)
 	return s.fillResult(o, p.Ticket, deals, filled, vwap)
 }

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"fmt"
+
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
@@ -9,6 +11,18 @@ import (
 
 // Money in the deposit currency is rounded half-even to 2 places at every booking (profit,
 // commission, swap, margin), as MT5 does; account figures are sums of booked amounts.
+//
+// A conversion the quotes cannot make is an error (NoRateError), never a zero: a trade that
+// would need it is refused with 10021 (no prices) before anything changes (checkRates), and a
+// read of figures that need it fails.
+
+// NoRateError says that no quote converts one currency into another (no cUSD or USDc symbol
+// with a quote, or a zero one).
+type NoRateError struct{ From, To string }
+
+func (e *NoRateError) Error() string {
+	return fmt.Sprintf("sim: no quote converts %s to %s", e.From, e.To)
+}
 
 var (
 	one     = dec.New(1, 0)
@@ -29,7 +43,7 @@ func perLeverage(a *account, v apd.Decimal) apd.Decimal {
 	if a.invLevOK {
 		return dec.Mul(v, a.invLev)
 	}
-	return dec.Quo(v, dec.New(int64(a.Leverage), 0))
+	return dec.MustQuo(v, dec.New(int64(a.Leverage), 0)) // the seed refuses a leverage below 1
 }
 
 // toUSD is the value of one unit of currency c in USD at the current quotes. USC is a
@@ -46,28 +60,60 @@ func (s *Sim) toUSD(c string) (apd.Decimal, bool) {
 		return y.bid, true
 	}
 	if y := s.symbols["USD"+c]; y != nil && y.hasQuote {
-		return dec.Quo(one, y.ask), true
+		r, err := dec.Quo(one, y.ask)
+		return r, err == nil // a zero ask is no rate
 	}
 	return apd.Decimal{}, false
 }
 
 // convert converts amount from one currency to another at the current quotes, unrounded.
-func (s *Sim) convert(amount apd.Decimal, from, to string) (apd.Decimal, bool) {
+// It fails with a *NoRateError when the quotes cannot make the conversion.
+func (s *Sim) convert(amount apd.Decimal, from, to string) (apd.Decimal, error) {
 	if from == to || amount.IsZero() {
-		return amount, true
+		return amount, nil
 	}
 	if from == "USD" && to == "USC" {
-		return dec.Mul(amount, hundred), true
+		return dec.Mul(amount, hundred), nil
 	}
 	if from == "USC" && to == "USD" {
-		return dec.Mul(amount, cent), true
+		return dec.Mul(amount, cent), nil
 	}
 	rf, ok1 := s.toUSD(from)
 	rt, ok2 := s.toUSD(to)
 	if !ok1 || !ok2 || rt.IsZero() {
-		return apd.Decimal{}, false
+		return apd.Decimal{}, &NoRateError{From: from, To: to}
 	}
-	return dec.Quo(dec.Mul(amount, rf), rt), true
+	return dec.MustQuo(dec.Mul(amount, rf), rt), nil // rt is not zero
+}
+
+// checkRates fails unless every conversion that valuing account a needs is possible now:
+// the profit, margin and commission currencies of every symbol a holds and of ys (the
+// symbol about to be traded). Operations that change an account call it before changing
+// anything, so the figures they then publish can always be computed.
+func (s *Sim) checkRates(a *account, ys ...*symbol) error {
+	check := func(y *symbol) error {
+		curs := []string{y.spec.CurrencyProfit, y.spec.CurrencyMargin}
+		if !y.spec.CommissionPerLot.IsZero() {
+			curs = append(curs, y.spec.CommissionCurrency)
+		}
+		for _, c := range curs {
+			if _, err := s.convert(one, c, a.Currency); err != nil {
+				return fmt.Errorf("%s: %w", y.spec.Name, err)
+			}
+		}
+		return nil
+	}
+	for _, y := range ys {
+		if err := check(y); err != nil {
+			return err
+		}
+	}
+	for sym := range a.bySym {
+		if err := check(s.symbols[sym]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // closePrice is the price a position of direction t closes at: bid for a buy, ask for a sell.
@@ -88,29 +134,38 @@ func rawProfit(y *symbol, t mt5.PositionType, vol, open, cls apd.Decimal) apd.De
 }
 
 // profitIn converts a profit-currency amount to a's deposit currency, rounded.
-func (s *Sim) profitIn(a *account, y *symbol, raw apd.Decimal) apd.Decimal {
-	v, _ := s.convert(raw, y.spec.CurrencyProfit, a.Currency)
-	return round2(v)
+func (s *Sim) profitIn(a *account, y *symbol, raw apd.Decimal) (apd.Decimal, error) {
+	v, err := s.convert(raw, y.spec.CurrencyProfit, a.Currency)
+	if err != nil {
+		return apd.Decimal{}, fmt.Errorf("profit of %s: %w", y.spec.Name, err)
+	}
+	return round2(v), nil
 }
 
 // marginOf is the margin of vol lots at price in a's deposit currency, rounded.
-func (s *Sim) marginOf(a *account, y *symbol, vol, price apd.Decimal) (apd.Decimal, bool) {
+func (s *Sim) marginOf(a *account, y *symbol, vol, price apd.Decimal) (apd.Decimal, error) {
 	m := dec.Mul(vol, y.spec.ContractSize)
 	if y.spec.MarginCalc == mt5.CalcCFDLeverage {
 		m = dec.Mul(m, price)
 	}
 	m = perLeverage(a, m)
-	v, ok := s.convert(m, y.spec.CurrencyMargin, a.Currency)
-	return round2(v), ok
+	v, err := s.convert(m, y.spec.CurrencyMargin, a.Currency)
+	if err != nil {
+		return apd.Decimal{}, fmt.Errorf("margin of %s: %w", y.spec.Name, err)
+	}
+	return round2(v), nil
 }
 
 // commissionOf is the (negative) commission of vol lots in a's deposit currency.
-func (s *Sim) commissionOf(a *account, y *symbol, vol apd.Decimal) apd.Decimal {
+func (s *Sim) commissionOf(a *account, y *symbol, vol apd.Decimal) (apd.Decimal, error) {
 	if y.spec.CommissionPerLot.IsZero() {
-		return apd.Decimal{}
+		return apd.Decimal{}, nil
 	}
-	v, _ := s.convert(dec.Mul(y.spec.CommissionPerLot, vol), y.spec.CommissionCurrency, a.Currency)
-	return dec.Neg(round2(v))
+	v, err := s.convert(dec.Mul(y.spec.CommissionPerLot, vol), y.spec.CommissionCurrency, a.Currency)
+	if err != nil {
+		return apd.Decimal{}, fmt.Errorf("commission of %s: %w", y.spec.Name, err)
+	}
+	return dec.Neg(round2(v)), nil
 }
 
 type figures struct {
@@ -121,19 +176,26 @@ type figures struct {
 // accumulated swap of open positions, so equity = balance + credit + profit. Profit and
 // margin are converted and rounded once per symbol held (see symAgg), so they can differ
 // by rounding from the sum of the positions' individually rounded profits.
-func (s *Sim) figuresOf(a *account) figures {
+func (s *Sim) figuresOf(a *account) (figures, error) {
 	var f figures
 	for sym, g := range a.bySym {
 		y := s.symbols[sym]
 		raw := dec.Add(dec.Sub(dec.Mul(y.bid, g.buyVol), g.buyVO), dec.Sub(g.sellVO, dec.Mul(y.ask, g.sellVol)))
 		raw = dec.Mul(raw, y.spec.ContractSize)
-		f.profit = dec.Add(f.profit, dec.Add(s.profitIn(a, y, raw), g.swap))
-		m, _ := s.convert(perLeverage(a, g.notional), y.spec.CurrencyMargin, a.Currency)
+		pr, err := s.profitIn(a, y, raw)
+		if err != nil {
+			return figures{}, fmt.Errorf("account %d: %w", a.Login, err)
+		}
+		f.profit = dec.Add(f.profit, dec.Add(pr, g.swap))
+		m, err := s.convert(perLeverage(a, g.notional), y.spec.CurrencyMargin, a.Currency)
+		if err != nil {
+			return figures{}, fmt.Errorf("account %d: margin of %s: %w", a.Login, sym, err)
+		}
 		f.margin = dec.Add(f.margin, round2(m))
 	}
 	f.equity = dec.Add(dec.Add(a.Balance, a.Credit), f.profit)
 	f.free = dec.Sub(f.equity, f.margin)
-	return f
+	return f, nil
 }
 
 // marginLevel is equity/margin in percent, two places; "0.00" with no margin in use.
@@ -141,22 +203,29 @@ func (f *figures) marginLevel() apd.Decimal {
 	if f.margin.IsZero() {
 		return dec.New(0, -2)
 	}
-	return round2(dec.Quo(dec.Mul(f.equity, hundred), f.margin))
+	return round2(dec.MustQuo(dec.Mul(f.equity, hundred), f.margin)) // margin is not zero
 }
 
-func (s *Sim) accountSnapshot(a *account) mt5.Account {
-	f := s.figuresOf(a)
+func (s *Sim) accountSnapshot(a *account) (mt5.Account, error) {
+	f, err := s.figuresOf(a)
+	if err != nil {
+		return mt5.Account{}, err
+	}
 	out := a.Account
 	out.Equity, out.Margin, out.MarginFree, out.MarginLevel, out.Profit = f.equity, f.margin, f.free, f.marginLevel(), f.profit
-	return out
+	return out, nil
 }
 
-func (s *Sim) positionSnapshot(p *position) mt5.Position {
+func (s *Sim) positionSnapshot(p *position) (mt5.Position, error) {
 	out := p.Position
 	a := s.accounts[p.Login]
 	if y := s.symbols[p.Symbol]; y != nil && a != nil && y.hasQuote {
 		out.PriceCurrent = closePrice(y, p.Type)
-		out.Profit = s.profitIn(a, y, rawProfit(y, p.Type, p.Volume, p.PriceOpen, out.PriceCurrent))
+		pr, err := s.profitIn(a, y, rawProfit(y, p.Type, p.Volume, p.PriceOpen, out.PriceCurrent))
+		if err != nil {
+			return mt5.Position{}, fmt.Errorf("position %d: %w", p.Ticket, err)
+		}
+		out.Profit = pr
 	}
-	return out
+	return out, nil
 }

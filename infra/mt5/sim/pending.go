@@ -285,6 +285,10 @@ func (s *Sim) modifySLTP(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 	if c := s.stopsCheck(y, buy, req.SL, req.TP, cp); c != 0 {
 		return ret(c)
 	}
+	if err := s.checkRates(a, y); err != nil { // the position update carries its profit
+		s.log.Warn("simulator refuses a modification it cannot value", "login", a.Login, "position", p.Ticket, "err", err)
+		return ret(mt5.RetPriceOff)
+	}
 	p.SL, p.TP, p.TimeUpdate = req.SL, req.TP, s.tradeTime()
 	p.ver++
 	s.indexPosition(y, p)

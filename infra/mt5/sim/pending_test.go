@@ -187,7 +187,7 @@ func TestExpirationKinds(t *testing.T) {
 	step := func(at time.Time, want map[int64]mt5.OrderState) {
 		t.Helper()
 		h.clock.Set(at)
-		h.s.Housekeep()
+		h.housekeep()
 		for tkt, w := range want {
 			if got := state(tkt); got != w {
 				t.Fatalf("at %v order %d state %v, want %v", at, tkt, got, w)

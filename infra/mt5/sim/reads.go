@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"sort"
 
 	"github.com/cockroachdb/apd/v3"
@@ -93,7 +94,11 @@ func (s *Sim) Accounts(ctx context.Context) ([]mt5.Account, error) {
 	defer s.mu.Unlock()
 	out := make([]mt5.Account, 0, len(s.loginList))
 	for _, l := range s.loginList {
-		out = append(out, s.accountSnapshot(s.accounts[l]))
+		snap, err := s.accountSnapshot(s.accounts[l])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, snap)
 	}
 	return out, nil
 }
@@ -108,7 +113,7 @@ func (s *Sim) Account(ctx context.Context, login int64) (mt5.Account, error) {
 	if err != nil {
 		return mt5.Account{}, err
 	}
-	return s.accountSnapshot(a), nil
+	return s.accountSnapshot(a)
 }
 
 // OpenOrders implements mt5.TradeServer.
@@ -141,7 +146,11 @@ func (s *Sim) Positions(ctx context.Context, login int64) ([]mt5.Position, error
 	}
 	out := make([]mt5.Position, 0, len(a.positions))
 	for _, p := range a.positions {
-		out = append(out, s.positionSnapshot(p))
+		snap, err := s.positionSnapshot(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, snap)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Ticket < out[j].Ticket })
 	return out, nil
@@ -265,11 +274,19 @@ func (s *Sim) DayStats(ctx context.Context, symbol string) (mt5.DayStats, error)
 		BidHigh: d.bidHigh, BidLow: d.bidLow, AskHigh: d.askHigh, AskLow: d.askLow, Deals: d.deals,
 		Volume: d.volume, BuyOrders: d.buyOrders, SellOrders: d.sellOrders, Time: y.tickTime}
 	out.PriceChange = dec.Sub(out.Last, d.open)
-	if !d.open.IsZero() {
-		out.PriceChangePercent = dec.Round(dec.Quo(dec.Mul(out.PriceChange, hundred), d.open), 2)
+	if !d.open.IsZero() { // no trade yet today: no change to speak of
+		pct, err := dec.Quo(dec.Mul(out.PriceChange, hundred), d.open)
+		if err != nil {
+			return mt5.DayStats{}, fmt.Errorf("sim: %s price change: %w", symbol, err)
+		}
+		out.PriceChangePercent = dec.Round(pct, 2)
 	}
 	if !d.low.IsZero() {
-		out.Volatility = dec.Round(dec.Quo(dec.Mul(dec.Sub(d.high, d.low), hundred), d.low), 2)
+		vol, err := dec.Quo(dec.Mul(dec.Sub(d.high, d.low), hundred), d.low)
+		if err != nil {
+			return mt5.DayStats{}, fmt.Errorf("sim: %s volatility: %w", symbol, err)
+		}
+		out.Volatility = dec.Round(vol, 2)
 	}
 	if out.Volume.IsZero() {
 		out.Volume = apd.Decimal{}

@@ -25,7 +25,9 @@ func (s *Sim) checkStopOuts(y *symbol) {
 // checkStopOut closes the most losing position, one at a time, while the margin level is
 // at or below the group's stop-out level. (Margin call is only a level; it closes nothing.)
 // A balance left negative once every position is closed is restored to zero by a stop-out
-// compensation deal (negative balance protection).
+// compensation deal (negative balance protection). An account that cannot be valued (a
+// conversion rate is missing) cannot be judged: that is logged as an error, and the check
+// runs again on the next tick.
 func (s *Sim) checkStopOut(a *account) {
 	defer func() {
 		if len(a.positions) == 0 && a.Balance.Sign() < 0 {
@@ -39,7 +41,11 @@ func (s *Sim) checkStopOut(a *account) {
 		}
 	}()
 	for len(a.positions) > 0 {
-		f := s.figuresOf(a)
+		f, err := s.figuresOf(a)
+		if err != nil {
+			s.log.Error("simulator cannot check a stop-out", "login", a.Login, "err", err)
+			return
+		}
 		// compare unrounded: equity*100 <= stopOut*margin
 		lhs, rhs := dec.Mul(f.equity, hundred), dec.Mul(a.group.StopOut, f.margin)
 		if f.margin.IsZero() || lhs.Cmp(&rhs) > 0 {
@@ -49,12 +55,19 @@ func (s *Sim) checkStopOut(a *account) {
 		var worstP apd.Decimal
 		for _, p := range a.positions {
 			y := s.symbols[p.Symbol]
-			pr := s.profitIn(a, y, rawProfit(y, p.Type, p.Volume, p.PriceOpen, closePrice(y, p.Type)))
+			pr, err := s.profitIn(a, y, rawProfit(y, p.Type, p.Volume, p.PriceOpen, closePrice(y, p.Type)))
+			if err != nil {
+				s.log.Error("simulator cannot check a stop-out", "login", a.Login, "err", err)
+				return
+			}
 			if worst == nil || pr.Cmp(&worstP) < 0 || pr.Cmp(&worstP) == 0 && p.Ticket < worst.Ticket {
 				worst, worstP = p, pr
 			}
 		}
-		s.closeAtMarket(a, s.symbols[worst.Symbol], worst, mt5.ReasonSO, fmt.Sprintf("[so %s%%]", dec.Fixed(f.marginLevel(), 2)))
+		if err := s.closeAtMarket(a, s.symbols[worst.Symbol], worst, mt5.ReasonSO, fmt.Sprintf("[so %s%%]", dec.Fixed(f.marginLevel(), 2))); err != nil {
+			s.log.Error("simulator cannot stop out a position", "login", a.Login, "err", err)
+			return
+		}
 	}
 }
 
@@ -115,14 +128,22 @@ func (s *Sim) swapPosition(a *account, y *symbol, p *position, mult int64) {
 		if sp.SwapMode == mt5.SwapByInterestOpen {
 			price = p.PriceOpen
 		}
-		amt = dec.Quo(dec.Mul(dec.Mul(dec.Mul(price, sp.ContractSize), p.Volume), rate), dec.New(36000, 0))
+		amt = dec.MustQuo(dec.Mul(dec.Mul(dec.Mul(price, sp.ContractSize), p.Volume), rate), dec.New(36000, 0))
 	case mt5.SwapReopenByClose, mt5.SwapReopenByBid:
 		s.reopen(a, y, p, rate)
 		return
 	default:
 		return
 	}
-	v, _ := s.convert(amt, cur, a.Currency)
+	v, err := s.convert(amt, cur, a.Currency)
+	if err == nil {
+		err = s.checkRates(a, y) // the position's snapshot is published with its figures
+	}
+	if err != nil {
+		// The swap is not charged rather than charged as zero; the error names the position.
+		s.log.Error("simulator cannot charge a swap", "login", a.Login, "position", p.Ticket, "err", err)
+		return
+	}
 	s.aggAdd(a, p, -1)
 	p.Swap = dec.Add(p.Swap, round2(v))
 	s.aggAdd(a, p, 1)
@@ -131,6 +152,10 @@ func (s *Sim) swapPosition(a *account, y *symbol, p *position, mult int64) {
 }
 
 func (s *Sim) reopen(a *account, y *symbol, p *position, points apd.Decimal) {
+	if err := s.checkRates(a, y); err != nil {
+		s.log.Error("simulator cannot reopen a position at rollover", "login", a.Login, "position", p.Ticket, "err", err)
+		return
+	}
 	buy := p.Type == mt5.PositionBuy
 	cls := closePrice(y, p.Type)
 	if y.spec.SwapMode == mt5.SwapReopenByBid {
@@ -144,8 +169,13 @@ func (s *Sim) reopen(a *account, y *symbol, p *position, points apd.Decimal) {
 	reopenAt = dec.Round(reopenAt, int32(y.spec.Digits))
 	vol, sl, tp := p.Volume, p.SL, p.TP
 	co := s.newOrder(a, y, orderSide(!buy), vol, "[rollover]", mt5.ReasonRollover)
-	s.execClose(a, y, p, co, []fillPart{{vol, cls}}, mt5.ReasonRollover)
+	// Neither can fail: the rates were checked above, under the same lock and quotes.
+	if _, err := s.execClose(a, y, p, co, []fillPart{{vol, cls}}, mt5.ReasonRollover); err != nil {
+		panic(fmt.Sprintf("sim: rollover close of %d after checkRates: %v", p.Ticket, err))
+	}
 	oo := s.newOrder(a, y, orderSide(buy), vol, "[rollover]", mt5.ReasonRollover)
 	oo.SL, oo.TP = sl, tp
-	s.execOpen(a, y, oo, buy, []fillPart{{vol, reopenAt}}, mt5.ReasonRollover)
+	if _, _, err := s.execOpen(a, y, oo, buy, []fillPart{{vol, reopenAt}}, mt5.ReasonRollover); err != nil {
+		panic(fmt.Sprintf("sim: rollover reopen of %d after checkRates: %v", p.Ticket, err))
+	}
 }

@@ -180,7 +180,7 @@ func Open(cfg Config) (*Sim, error) {
 	}
 	if cfg.HousekeepInterval > 0 {
 		s.wg.Add(1)
-		go func() { defer s.wg.Done(); s.loop(ctx, cfg.HousekeepInterval, s.Housekeep) }()
+		go func() { defer s.wg.Done(); s.loop(ctx, cfg.HousekeepInterval, s.housekeepLogged) }()
 	}
 	return s, nil
 }
@@ -195,6 +195,14 @@ func (s *Sim) loop(ctx context.Context, every time.Duration, f func()) {
 		case <-t.C:
 			f()
 		}
+	}
+}
+
+// housekeepLogged is the background loop's Housekeep: nobody waits for it, so a journal
+// failure is logged (every later trade request also fails on it, with the same error).
+func (s *Sim) housekeepLogged() {
+	if err := s.Housekeep(); err != nil {
+		s.log.Error("simulator housekeeping failed", "err", err)
 	}
 }
 

@@ -125,11 +125,9 @@ func (s *Sim) load(seed *Seed) error {
 			Demo: g.Demo, TradeAllowed: a.TradeAllowed == nil || *a.TradeAllowed, Balance: bal, Credit: cr},
 			group: g, orders: map[int64]*order{}, positions: map[int64]*position{}, bySym: map[string]*symAgg{}, histByTkt: map[int64]*mt5.Order{},
 			closedPos: map[int64]bool{}, orderTags: map[string][]int64{}, dealTags: map[string][]*mt5.Deal{}}
-		if lev > 0 {
-			inv := dec.Quo(one, dec.New(int64(lev), 0))
-			if back := dec.Mul(inv, dec.New(int64(lev), 0)); back.Cmp(&one) == 0 {
-				acc.invLev, acc.invLevOK = inv, true
-			}
+		inv := dec.MustQuo(one, dec.New(int64(lev), 0)) // lev > 0, checked above
+		if back := dec.Mul(inv, dec.New(int64(lev), 0)); back.Cmp(&one) == 0 {
+			acc.invLev, acc.invLevOK = inv, true
 		}
 		s.accounts[a.Login] = acc
 		s.loginList = append(s.loginList, a.Login)
@@ -149,10 +147,10 @@ func pow10(n int) int64 {
 // toPoints converts a price to an integer number of points; ok is false when the price is
 // not a whole number of points or does not fit.
 func toPoints(y *symbol, p apd.Decimal) (int64, bool) {
-	var q apd.Decimal
-	if _, err := dec.Ctx.Quantize(&q, &p, int32(-y.spec.Digits)); err != nil {
+	if p.Form != apd.Finite {
 		return 0, false
 	}
+	q := dec.Round(p, int32(y.spec.Digits))
 	if q.Cmp(&p) != 0 {
 		return 0, false
 	}

@@ -11,21 +11,21 @@ func TestSwapByPointsChargesNightlyAndTripleOnWednesday(t *testing.T) {
 	h.quote("EURUSD", "1.08500", "1.08510")
 	r := h.mustCode(mt5.RetDone, market(1001, "EURUSD", mt5.OrderBuy, "1"))
 	h.clock.Set(serverTime(2026, 11, 17, 23, 59))
-	h.s.Housekeep()
+	h.housekeep()
 	eqDec(t, "no swap before rollover", h.positions(1001)[0].Swap, "0")
 	seq := h.lastSeq()
 	h.clock.Set(serverTime(2026, 11, 18, 0, 0)) // Tuesday's rollover: -6.5 points * 0.00001 * 100000
-	h.s.Housekeep()
+	h.housekeep()
 	eqStrings(t, "facts", kinds(h.factsAfter(seq)), "position:UPDATE")
 	eqDec(t, "swap after Tuesday", h.positions(1001)[0].Swap, "-6.50")
 	h.clock.Set(serverTime(2026, 11, 19, 0, 0)) // Wednesday: triple
-	h.s.Housekeep()
+	h.housekeep()
 	eqDec(t, "swap after Wednesday", h.positions(1001)[0].Swap, "-26.00")
 	a := h.account(1001)
 	eqDec(t, "profit includes swap", a.Profit, "-36.00") // -10.00 spread + -26.00 swap
 	// Saturday and Sunday have no EURUSD session: no charge for them
 	h.clock.Set(serverTime(2026, 11, 23, 12, 0))
-	h.s.Housekeep()
+	h.housekeep()
 	eqDec(t, "swap on Monday", h.positions(1001)[0].Swap, "-39.00") // + Thursday + Friday
 	h.mustCode(mt5.RetDone, closeReq(1001, r.Position, ""))
 	ds := h.deals(1001)
@@ -39,7 +39,7 @@ func TestSwapByInterestOnBTCUSD(t *testing.T) {
 	h.quote("BTCUSD", "60000.00", "60010.00")
 	h.mustCode(mt5.RetDone, market(1001, "BTCUSD", mt5.OrderBuy, "1"))
 	h.clock.Set(serverTime(2026, 11, 18, 0, 0))
-	h.s.Housekeep()
+	h.housekeep()
 	// 60000 * 1 * 1 * -18% / 360
 	eqDec(t, "swap", h.positions(1001)[0].Swap, "-30.00")
 }
@@ -50,7 +50,7 @@ func TestSwapReopenByClosePriceClosesAndReopensUnderANewTicket(t *testing.T) {
 	r := h.mustCode(mt5.RetDone, market(1001, "LTCUSD", mt5.OrderBuy, "1"))
 	seq := h.lastSeq()
 	h.clock.Set(serverTime(2026, 11, 18, 0, 0))
-	h.s.Housekeep()
+	h.housekeep()
 	fs := h.factsAfter(seq)
 	eqStrings(t, "facts", kinds(fs), "order:DELETE:FILLED", "deal:OUT", "position:CLOSE", "account",
 		"order:DELETE:FILLED", "deal:IN", "position:NEW")
@@ -69,7 +69,7 @@ func TestSwapReopenByClosePriceClosesAndReopensUnderANewTicket(t *testing.T) {
 	}
 	// Wednesday: triple, 150 points
 	h.clock.Set(serverTime(2026, 11, 19, 0, 0))
-	h.s.Housekeep()
+	h.housekeep()
 	eqDec(t, "reopen on the triple day", h.positions(1001)[0].PriceOpen, "81.50")
 }
 
@@ -79,7 +79,7 @@ func TestSwapReopenByBidForASell(t *testing.T) {
 	h.mustCode(mt5.RetDone, market(1001, "XRPUSD", mt5.OrderSell, "1"))
 	h.quote("XRPUSD", "0.5100", "0.5120")
 	h.clock.Set(serverTime(2026, 11, 18, 0, 0))
-	h.s.Housekeep()
+	h.housekeep()
 	ds := h.deals(1001)
 	out, in := ds[len(ds)-2], ds[len(ds)-1]
 	eqDec(t, "closed at the bid", out.Price, "0.5100")
@@ -110,7 +110,7 @@ func TestSwapModesInTheirUnits(t *testing.T) {
 			h.quote("BTCUSD", "60000.00", "60010.00")
 			h.mustCode(mt5.RetDone, market(c.login, "BTCUSD", mt5.OrderBuy, "1"))
 			h.clock.Set(serverTime(2026, 11, 18, 0, 0))
-			h.s.Housekeep()
+			h.housekeep()
 			eqDec(t, "swap", h.positions(c.login)[0].Swap, c.want)
 		})
 	}

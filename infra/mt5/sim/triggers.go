@@ -144,7 +144,10 @@ func (s *Sim) fillPending(a *account, y *symbol, o *order) {
 	delete(s.orderOwner, o.Ticket)
 	o.ver++
 	h := o.Order
-	s.execOpen(a, y, &h, buy, []fillPart{{o.VolumeCurrent, price}}, o.Reason)
+	if _, _, err := s.execOpen(a, y, &h, buy, []fillPart{{o.VolumeCurrent, price}}, o.Reason); err != nil {
+		// marginCheck checked the rates under this lock: a failure is a broken invariant.
+		panic(fmt.Sprintf("sim: triggered order %d after marginCheck: %v", o.Ticket, err))
+	}
 }
 
 func (s *Sim) triggerStop(y *symbol, tkt int64, sl bool) {
@@ -154,17 +157,21 @@ func (s *Sim) triggerStop(y *symbol, tkt int64, sl bool) {
 	if sl {
 		reason, what, lvl = mt5.ReasonSL, "sl", p.SL
 	}
-	s.closeAtMarket(a, y, p, reason, fmt.Sprintf("[%s %s]", what, dec.Fixed(lvl, int32(y.spec.Digits))))
+	if err := s.closeAtMarket(a, y, p, reason, fmt.Sprintf("[%s %s]", what, dec.Fixed(lvl, int32(y.spec.Digits)))); err != nil {
+		s.log.Error("simulator cannot execute a stop; the position stays open", "login", a.Login, "position", tkt,
+			"stop", what, "err", err)
+	}
 }
 
 // Housekeep runs the time-driven work at the clock's current time: expirations, rollover
 // (swaps) and stop-out checks. The background loop calls it; tests call it after moving
-// their clock. It returns once the resulting facts are durable.
-func (s *Sim) Housekeep() {
+// their clock. It returns once the resulting facts are durable, or the journal's error when
+// they could not be made durable.
+func (s *Sim) Housekeep() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return
+		return nil
 	}
 	now := s.nowMs()
 	for len(s.expiries.e) > 0 && s.expiries.e[0].key <= now {
@@ -192,5 +199,8 @@ func (s *Sim) Housekeep() {
 			s.checkStopOut(a)
 		}
 	}
-	_ = s.commitAndWait(context.Background())
+	if err := s.commitAndWait(context.Background()); err != nil {
+		return fmt.Errorf("sim: housekeeping facts not durable: %w", err)
+	}
+	return nil
 }

@@ -174,13 +174,21 @@ func (s *Sim) volumeLimitCheck(a *account, y *symbol, add apd.Decimal) mt5.Retco
 	return 0
 }
 
-// marginCheck: free margin after adding vol lots at price must not be negative.
+// marginCheck: every conversion the trade needs must be possible (10021 otherwise), and free
+// margin after adding vol lots at price must not be negative.
 func (s *Sim) marginCheck(a *account, y *symbol, vol, price apd.Decimal) mt5.Retcode {
-	need, ok := s.marginOf(a, y, vol, price)
-	if !ok {
+	if err := s.checkRates(a, y); err != nil {
+		s.log.Warn("simulator refuses a trade it cannot value", "login", a.Login, "err", err)
 		return mt5.RetPriceOff
 	}
-	f := s.figuresOf(a)
+	need, err := s.marginOf(a, y, vol, price)
+	if err != nil {
+		return mt5.RetPriceOff // not reached: checkRates covered the margin currency
+	}
+	f, err := s.figuresOf(a)
+	if err != nil {
+		return mt5.RetPriceOff // not reached: checkRates covered every symbol a holds
+	}
 	if after := dec.Sub(f.free, need); after.Sign() < 0 {
 		return mt5.RetNoMoney
 	}
