@@ -155,7 +155,7 @@ func (h BatchOrdersHandler) Handle(ctx context.Context, cmd BatchOrders) (BatchR
 			envs = append(envs, r.Envelopes...)
 		}
 	}
-	appendErr := h.core.log.AppendEnvelopes(ctx, events.TopicCommands, envs...)
+	appendErr := h.core.log.AppendEnvelopes(ctx, events.TopicCommands(), envs...)
 	for _, t := range todo {
 		slot := &out.Items[t.slot]
 		switch {

@@ -148,7 +148,7 @@ func (h CloseAllHandler) replay(ctx context.Context, rec Record, login int64) (S
 		if err != nil {
 			return SweepResult{}, err
 		}
-		if err := h.core.log.AppendEnvelopes(ctx, events.TopicCommands, envs...); err != nil {
+		if err := h.core.log.AppendEnvelopes(ctx, events.TopicCommands(), envs...); err != nil {
 			return SweepResult{}, errQueue
 		}
 	}

@@ -127,7 +127,7 @@ func (c core) submit(ctx context.Context, n newOperation) (Record, bool, error) 
 		}
 		return stored, false, nil
 	}
-	if err := c.log.AppendEnvelopes(ctx, events.TopicCommands, envs...); err != nil {
+	if err := c.log.AppendEnvelopes(ctx, events.TopicCommands(), envs...); err != nil {
 		return rec, true, errQueue
 	}
 	return rec, true, nil
@@ -162,7 +162,7 @@ func (c core) retry(ctx context.Context, rec *Record, kind string, login int64) 
 		if err != nil {
 			return op, false, err
 		}
-		if err := c.log.AppendEnvelopes(ctx, events.TopicCommands, envs...); err != nil {
+		if err := c.log.AppendEnvelopes(ctx, events.TopicCommands(), envs...); err != nil {
 			return op, false, errQueue
 		}
 		return op, false, nil
@@ -185,7 +185,7 @@ func (c core) retry(ctx context.Context, rec *Record, kind string, login int64) 
 			return op, false, nil
 		}
 		rec.Attempt, rec.Envelopes = rec.Attempt+1, envs
-		if err := c.log.AppendEnvelopes(ctx, events.TopicCommands, envs...); err != nil {
+		if err := c.log.AppendEnvelopes(ctx, events.TopicCommands(), envs...); err != nil {
 			return op, false, errQueue
 		}
 		return op, false, nil

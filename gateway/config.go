@@ -47,14 +47,17 @@ type Config struct {
 	OnRequest func(method, route string, status int, took time.Duration)
 }
 
-// DefaultRetiredPaths are endpoints of earlier drafts, answered -1016 forever.
-var DefaultRetiredPaths = []string{
-	"/v1/order/test",        // no separate sandbox: test keys use demo logins
-	"/v1/positionSide/dual", // hedging only, no position side
-	"/v1/premiumIndex",      // no mark or index price
-	"/v1/fundingRate",       // swaps, not funding
-	"/v1/leverage",          // leverage belongs to the account group
-	"/v1/marginType",        // margin belongs to the trade server
+// DefaultRetiredPaths are endpoints of earlier drafts, answered -1016 forever (a new
+// slice on every call, so no configuration shares it).
+func DefaultRetiredPaths() []string {
+	return []string{
+		"/v1/order/test",        // no separate sandbox: test keys use demo logins
+		"/v1/positionSide/dual", // hedging only, no position side
+		"/v1/premiumIndex",      // no mark or index price
+		"/v1/fundingRate",       // swaps, not funding
+		"/v1/leverage",          // leverage belongs to the account group
+		"/v1/marginType",        // margin belongs to the trade server
+	}
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -77,15 +80,15 @@ func (c Config) WithDefaults() Config {
 	if c.KeyCacheTTL == 0 {
 		c.KeyCacheTTL = time.Second
 	}
-	c.Limits = c.Limits.Or(ratelimit.DefaultLimits)
+	c.Limits = c.Limits.Or(ratelimit.DefaultLimits())
 	if len(c.BanSteps) == 0 {
-		c.BanSteps = ratelimit.DefaultBanSteps
+		c.BanSteps = ratelimit.DefaultBanSteps()
 	}
 	if c.MaxParams == 0 {
 		c.MaxParams = 32
 	}
 	if c.RetiredPaths == nil {
-		c.RetiredPaths = DefaultRetiredPaths
+		c.RetiredPaths = DefaultRetiredPaths()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

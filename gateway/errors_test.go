@@ -54,7 +54,7 @@ func TestPanicIsRecoveredAs1001(t *testing.T) {
 
 func TestRetiredEndpointIs410With1016(t *testing.T) {
 	_, c := start(t, gateway.Config{}, nil)
-	for _, p := range gateway.DefaultRetiredPaths {
+	for _, p := range gateway.DefaultRetiredPaths() {
 		expectErr(t, must(t)(c.Public(bg, "GET", p, nil)), 410, -1016)
 		expectErr(t, must(t)(c.Public(bg, "POST", p, nil)), 410, -1016)
 	}

@@ -35,7 +35,7 @@ func NewDealHistory(conn driver.Conn) (*DealHistory, error) {
 func (h *DealHistory) MaxWait() time.Duration { return clickhouseBatchWait }
 
 // Topics the projection reads.
-func (h *DealHistory) Topics() []events.Topic { return []events.Topic{events.TopicTrades} }
+func (h *DealHistory) Topics() []events.Topic { return []events.Topic{events.TopicTrades()} }
 
 // Apply inserts the batch's deals in one insert.
 func (h *DealHistory) Apply(ctx context.Context, msgs []batch.Message) error {

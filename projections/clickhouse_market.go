@@ -58,7 +58,7 @@ const clickhouseBatchWait = time.Second
 func (h *MarketHistory) MaxWait() time.Duration { return clickhouseBatchWait }
 
 // Topics the projection reads.
-func (h *MarketHistory) Topics() []events.Topic { return []events.Topic{events.TopicTicks} }
+func (h *MarketHistory) Topics() []events.Topic { return []events.Topic{events.TopicTicks()} }
 
 // Apply writes one batch: ticks first, then the final state of every bar the batch touched.
 // The in-memory bars change only after both inserts succeeded, so a failed batch retried

@@ -43,7 +43,7 @@ func NewReference(pool *pgxpool.Pool, changed func()) (*Reference, error) {
 }
 
 // Topics the projection reads.
-func (r *Reference) Topics() []events.Topic { return []events.Topic{events.TopicReference} }
+func (r *Reference) Topics() []events.Topic { return []events.Topic{events.TopicReference()} }
 
 // Apply writes one batch in one transaction.
 func (r *Reference) Apply(ctx context.Context, msgs []batch.Message) error {

@@ -94,7 +94,7 @@ func NewTrading(cfg TradingConfig) (*Trading, error) {
 
 // Topics the projection reads.
 func (t *Trading) Topics() []events.Topic {
-	return []events.Topic{events.TopicCommands, events.TopicExecutions, events.TopicTrades}
+	return []events.Topic{events.TopicCommands(), events.TopicExecutions(), events.TopicTrades()}
 }
 
 // MaxWait implements Batching: the projection is on the latency path of every RESULT, so a

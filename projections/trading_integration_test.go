@@ -42,7 +42,7 @@ func trSetup(t *testing.T) *trEnv {
 	t.Cleanup(cancel)
 	e := &trEnv{t: t, ctx: ctx}
 	e.kcfg = kafka.Config{Brokers: testenv.Brokers(t), TopicPrefix: testenv.TopicPrefix(t), ClientID: "trading-test"}
-	topics := []events.Topic{events.TopicCommands, events.TopicExecutions, events.TopicTrades}
+	topics := []events.Topic{events.TopicCommands(), events.TopicExecutions(), events.TopicTrades()}
 	if err := kafka.EnsureTopics(ctx, e.kcfg, topics); err != nil {
 		t.Fatal(err)
 	}
@@ -90,9 +90,12 @@ func (e *trEnv) append(topic events.Topic, evs ...events.Event) {
 	}
 }
 
-func (e *trEnv) command(evs ...events.Event) { e.t.Helper(); e.append(events.TopicCommands, evs...) }
-func (e *trEnv) outcome(evs ...events.Event) { e.t.Helper(); e.append(events.TopicExecutions, evs...) }
-func (e *trEnv) fact(evs ...events.Event)    { e.t.Helper(); e.append(events.TopicTrades, evs...) }
+func (e *trEnv) command(evs ...events.Event) { e.t.Helper(); e.append(events.TopicCommands(), evs...) }
+func (e *trEnv) outcome(evs ...events.Event) {
+	e.t.Helper()
+	e.append(events.TopicExecutions(), evs...)
+}
+func (e *trEnv) fact(evs ...events.Event) { e.t.Helper(); e.append(events.TopicTrades(), evs...) }
 
 func (e *trEnv) nextSeq() uint64 { return e.seq.Add(1) }
 

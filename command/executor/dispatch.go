@@ -113,7 +113,7 @@ func (x *Executor) record(ctx context.Context, ds []decision) error {
 		}
 		evs = append(evs, d.outcome)
 	}
-	if err := retry(ctx, func() error { return x.cfg.Out.Append(ctx, events.TopicExecutions, evs...) }); err != nil {
+	if err := retry(ctx, func() error { return x.cfg.Out.Append(ctx, events.TopicExecutions(), evs...) }); err != nil {
 		return fmt.Errorf("append %d execution events: %w", len(evs), err)
 	}
 	if err := retry(ctx, func() error { return x.store.decided(ctx, ds) }); err != nil {

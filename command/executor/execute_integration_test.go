@@ -175,7 +175,7 @@ func TestExecutorRefusesACommandOlderThanTheDispatchWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	op := e.op(1002)
-	if err := late.Append(e.ctx, events.TopicCommands, marketCmd(op, "EURUSD", "BUY", "0.10")); err != nil {
+	if err := late.Append(e.ctx, events.TopicCommands(), marketCmd(op, "EURUSD", "BUY", "0.10")); err != nil {
 		t.Fatal(err)
 	}
 	e.start()
@@ -373,7 +373,7 @@ func TestExecutorSecondAttemptSendsOnlyWhenNoEarlierAttemptExecuted(t *testing.T
 
 	t.Run("first attempt never sent: the second is", func(t *testing.T) {
 		first := e.op(login)
-		if err := late.Append(e.ctx, events.TopicCommands, marketCmd(first, "EURUSD", "BUY", "0.10")); err != nil {
+		if err := late.Append(e.ctx, events.TopicCommands(), marketCmd(first, "EURUSD", "BUY", "0.10")); err != nil {
 			t.Fatal(err)
 		}
 		checkOutcome(t, e.outcome(first), first, events.StatusRejected, int(events.CodeUnavailable), 0)

@@ -25,13 +25,13 @@ type ExecutorConfig struct {
 	Brokers []string
 	// Group is the consumer group, prefix included (prefix + ExecutorGroup).
 	Group string
-	// Topic is the physical name of the command topic (prefix + events.TopicCommands.Name).
+	// Topic is the physical name of the command topic (prefix + events.TopicCommands().Name).
 	Topic string
 	// Sarama is the base consumer configuration (kafka.Config.ConsumerConfig()).
 	Sarama *sarama.Config
 	// Port is the trade server.
 	Port mt5.TradeServer
-	// Out appends the execution events (to events.TopicExecutions).
+	// Out appends the execution events (to events.TopicExecutions()).
 	Out Appender
 	// Pool is the command-side Postgres pool (synchronous commit) holding cmd.executions.
 	Pool *pgxpool.Pool

@@ -46,7 +46,7 @@ func exSetup(t *testing.T) *exEnv {
 	t.Cleanup(cancel)
 	e := &exEnv{t: t, ctx: ctx, brokers: testenv.Brokers(t), clock: testenv.NewClock(riTuesdayNoon)}
 	e.kcfg = kafka.Config{Brokers: e.brokers, TopicPrefix: testenv.TopicPrefix(t), ClientID: "executor-test"}
-	if err := kafka.EnsureTopics(ctx, e.kcfg, []events.Topic{events.TopicCommands, events.TopicExecutions}); err != nil {
+	if err := kafka.EnsureTopics(ctx, e.kcfg, []events.Topic{events.TopicCommands(), events.TopicExecutions()}); err != nil {
 		t.Fatal(err)
 	}
 	var err error
@@ -69,9 +69,9 @@ func exSetup(t *testing.T) *exEnv {
 	}
 	t.Cleanup(func() { s.Close() })
 	e.sim = s
-	e.execs = riFollow(t, ctx, e.brokers, e.kcfg, events.TopicExecutions)
+	e.execs = riFollow(t, ctx, e.brokers, e.kcfg, events.TopicExecutions())
 	e.cfg = executor.ExecutorConfig{Brokers: e.brokers, Group: e.kcfg.Topic(executor.ExecutorGroup),
-		Topic: e.kcfg.Topic(events.TopicCommands.Name), Sarama: e.kcfg.ConsumerConfig(), Port: s, Out: out,
+		Topic: e.kcfg.Topic(events.TopicCommands().Name), Sarama: e.kcfg.ConsumerConfig(), Port: s, Out: out,
 		Pool: e.pool, Now: e.clock.Now, Logger: testenv.Logger(),
 		OnOutcome: func(kind, status string, took time.Duration) {
 			e.mu.Lock()
@@ -103,7 +103,7 @@ func (e *exEnv) op(login int64) events.Operation {
 // appendCmds appends commands as the gateway does, in one batch.
 func (e *exEnv) appendCmds(evs ...events.Event) {
 	e.t.Helper()
-	if err := e.cmds.Append(e.ctx, events.TopicCommands, evs...); err != nil {
+	if err := e.cmds.Append(e.ctx, events.TopicCommands(), evs...); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -145,7 +145,7 @@ func (r *Relay) relayFacts(ctx context.Context) error {
 				evs = append(evs, ev)
 			}
 		}
-		if err := r.out.Append(ctx, events.TopicTrades, evs...); err != nil {
+		if err := r.out.Append(ctx, events.TopicTrades(), evs...); err != nil {
 			return fmt.Errorf("append %d facts: %w", len(evs), err)
 		}
 		cursor = facts[len(facts)-1].Seq
@@ -181,7 +181,7 @@ func (r *Relay) relayTicks(ctx context.Context) error {
 		for i, t := range ticks {
 			evs[i] = tickEvent(t)
 		}
-		if err := r.out.Append(ctx, events.TopicTicks, evs...); err != nil {
+		if err := r.out.Append(ctx, events.TopicTicks(), evs...); err != nil {
 			return fmt.Errorf("append %d ticks: %w", len(evs), err)
 		}
 		cursor = ticks[len(ticks)-1].Seq
@@ -242,7 +242,7 @@ func (r *Relay) publishSymbols(ctx context.Context) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	if err := r.out.Append(ctx, events.TopicReference, evs...); err != nil {
+	if err := r.out.Append(ctx, events.TopicReference(), evs...); err != nil {
 		return fmt.Errorf("append reference data: %w", err)
 	}
 	r.lastServer = serverFP
@@ -272,7 +272,7 @@ func (r *Relay) publishAccounts(ctx context.Context) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	if err := r.out.Append(ctx, events.TopicReference, evs...); err != nil {
+	if err := r.out.Append(ctx, events.TopicReference(), evs...); err != nil {
 		return fmt.Errorf("append account snapshots: %w", err)
 	}
 	for k, v := range changed {
@@ -318,7 +318,7 @@ func (r *Relay) pollStats(ctx context.Context) error {
 			}
 		}
 		if len(evs) > 0 {
-			if err := r.out.Append(ctx, events.TopicTicks, evs...); err != nil {
+			if err := r.out.Append(ctx, events.TopicTicks(), evs...); err != nil {
 				return fmt.Errorf("append day stats: %w", err)
 			}
 			for k, v := range changed {

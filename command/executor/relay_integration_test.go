@@ -166,7 +166,7 @@ func riSetup(t *testing.T) *riEnv {
 	t.Cleanup(cancel)
 	e := &riEnv{t: t, ctx: ctx, brokers: testenv.Brokers(t)}
 	e.kcfg = kafka.Config{Brokers: e.brokers, TopicPrefix: testenv.TopicPrefix(t), ClientID: "relay-test"}
-	if err := kafka.EnsureTopics(ctx, e.kcfg, []events.Topic{events.TopicTrades, events.TopicTicks, events.TopicReference}); err != nil {
+	if err := kafka.EnsureTopics(ctx, e.kcfg, []events.Topic{events.TopicTrades(), events.TopicTicks(), events.TopicReference()}); err != nil {
 		t.Fatal(err)
 	}
 	pub, err := kafka.NewPublisher(e.kcfg, testenv.Logger())
@@ -351,7 +351,7 @@ func riCheckFact(t *testing.T, rec riRecord, f mt5.Fact) {
 // distinct Seq read back are exactly 1..M with at most one batch appended twice.
 func TestRelayFactsReachTradesTopicAndResumeFromCursor(t *testing.T) {
 	e := riSetup(t)
-	trades := riFollow(t, e.ctx, e.brokers, e.kcfg, events.TopicTrades)
+	trades := riFollow(t, e.ctx, e.brokers, e.kcfg, events.TopicTrades())
 	stop := e.start()
 
 	e.deposit(1001, "250.50")
@@ -404,7 +404,7 @@ func TestRelayFactsReachTradesTopicAndResumeFromCursor(t *testing.T) {
 		e.deposit(1003+int64(i%2), strconv.Itoa(i+1))
 	}
 	stop()
-	before := e.highWater(events.TopicTrades)
+	before := e.highWater(events.TopicTrades())
 
 	// Facts produced while no relay runs.
 	e.send(mt5.TradeRequest{Login: 1001, Action: mt5.ActionDeal, Position: buy.Position, Comment: "close  TAGCLOSE"})
@@ -415,7 +415,7 @@ func TestRelayFactsReachTradesTopicAndResumeFromCursor(t *testing.T) {
 	if m <= n || facts[m-1].Seq != m {
 		t.Fatalf("simulator facts after the pause: %d (was %d)", m, n)
 	}
-	if got := e.highWater(events.TopicTrades); got != before {
+	if got := e.highWater(events.TopicTrades()); got != before {
 		t.Fatalf("%d messages appended while no relay ran", got-before)
 	}
 
@@ -467,7 +467,7 @@ var riHHMM = regexp.MustCompile(`^([01][0-9]|2[0-4]):[0-5][0-9]$`)
 // and every account to the reference topic; afterwards only what changed.
 func TestRelayReferenceDataPublishedOnceAndOnChange(t *testing.T) {
 	e := riSetup(t)
-	ref := riFollow(t, e.ctx, e.brokers, e.kcfg, events.TopicReference)
+	ref := riFollow(t, e.ctx, e.brokers, e.kcfg, events.TopicReference())
 	symbols, err := e.sim.Symbols(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -615,7 +615,7 @@ func TestRelayReferenceDataPublishedOnceAndOnChange(t *testing.T) {
 // TickReceived, every tick of the feed once, with Seq increasing within each partition.
 func TestRelayTicksReachTicksTopic(t *testing.T) {
 	e := riSetup(t)
-	ticks := riFollow(t, e.ctx, e.brokers, e.kcfg, events.TopicTicks)
+	ticks := riFollow(t, e.ctx, e.brokers, e.kcfg, events.TopicTicks())
 	e.start()
 	if err := e.sim.SetQuote("EURUSD", dec.MustParse("1.10000"), dec.MustParse("1.10012")); err != nil {
 		t.Fatal(err)

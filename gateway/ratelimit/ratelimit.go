@@ -35,10 +35,13 @@ func (l Limits) Or(def Limits) Limits {
 }
 
 // DefaultLimits are the spec's published defaults.
-var DefaultLimits = Limits{WeightPerMinute: 1200, Orders10s: 100, Orders1m: 1200}
+func DefaultLimits() Limits { return Limits{WeightPerMinute: 1200, Orders10s: 100, Orders1m: 1200} }
 
-// DefaultBanSteps is the 418 escalation: 2 minutes, then 1 hour, then 24 hours.
-var DefaultBanSteps = []time.Duration{2 * time.Minute, time.Hour, 24 * time.Hour}
+// DefaultBanSteps is the 418 escalation: 2 minutes, then 1 hour, then 24 hours. Each call
+// returns a new slice: a configuration that changes its copy changes nobody else's.
+func DefaultBanSteps() []time.Duration {
+	return []time.Duration{2 * time.Minute, time.Hour, 24 * time.Hour}
+}
 
 // Config configures a Limiter.
 type Config struct {

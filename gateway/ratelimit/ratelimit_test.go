@@ -8,7 +8,7 @@ import (
 
 func newLimiter(t *testing.T) *Limiter {
 	t.Helper()
-	l, err := New(Config{Defaults: Limits{WeightPerMinute: 10, Orders10s: 3, Orders1m: 5}, BanSteps: DefaultBanSteps, ForgiveAfter: 24 * time.Hour})
+	l, err := New(Config{Defaults: Limits{WeightPerMinute: 10, Orders10s: 3, Orders1m: 5}, BanSteps: DefaultBanSteps(), ForgiveAfter: 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestRetryingDuringBanLengthensIt(t *testing.T) {
 }
 
 func TestConcurrentChargesAreExact(t *testing.T) {
-	l, _ := New(Config{Defaults: Limits{WeightPerMinute: 1000, Orders10s: 1, Orders1m: 1}, BanSteps: DefaultBanSteps, ForgiveAfter: time.Hour})
+	l, _ := New(Config{Defaults: Limits{WeightPerMinute: 1000, Orders10s: 1, Orders1m: 1}, BanSteps: DefaultBanSteps(), ForgiveAfter: time.Hour})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	allowed := 0
@@ -141,7 +141,7 @@ func TestConcurrentChargesAreExact(t *testing.T) {
 }
 
 func BenchmarkChargeParallel(b *testing.B) {
-	l, _ := New(Config{Defaults: Limits{WeightPerMinute: 1 << 30, Orders10s: 1, Orders1m: 1}, BanSteps: DefaultBanSteps, ForgiveAfter: time.Hour})
+	l, _ := New(Config{Defaults: Limits{WeightPerMinute: 1 << 30, Orders10s: 1, Orders1m: 1}, BanSteps: DefaultBanSteps(), ForgiveAfter: time.Hour})
 	now := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

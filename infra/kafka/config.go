@@ -18,8 +18,9 @@ import (
 
 // ProtocolVersion is the Kafka protocol version sarama speaks. It must be set explicitly:
 // watermill's default (1.0) disables features the service relies on, and the brokers we
-// run (Kafka 3.6+ / 4.x) all understand it.
-var ProtocolVersion = sarama.V3_6_0_0
+// run (Kafka 3.6+ / 4.x) all understand it. Every sarama client of the service and of its
+// tests takes it from here.
+func ProtocolVersion() sarama.KafkaVersion { return sarama.V3_6_0_0 }
 
 // Config describes the connection to the Kafka cluster.
 type Config struct {
@@ -77,7 +78,7 @@ func (c Config) replicationFactor() int16 {
 
 func (c Config) base() *sarama.Config {
 	sc := sarama.NewConfig()
-	sc.Version = ProtocolVersion
+	sc.Version = ProtocolVersion()
 	sc.ClientID = c.clientID()
 	sc.Metadata.Retry.Backoff = 250 * time.Millisecond
 	return sc

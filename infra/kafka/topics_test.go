@@ -21,7 +21,7 @@ func testConfig(t *testing.T) kafka.Config {
 func newAdmin(t *testing.T, cfg kafka.Config) sarama.ClusterAdmin {
 	t.Helper()
 	sc := sarama.NewConfig()
-	sc.Version = kafka.ProtocolVersion
+	sc.Version = kafka.ProtocolVersion()
 	admin, err := sarama.NewClusterAdmin(cfg.Brokers, sc)
 	if err != nil {
 		t.Fatal(err)
@@ -91,22 +91,22 @@ func TestEnsureTopics_CreatesCatalogueIdempotentlyAndRestoresConfigs(t *testing.
 			}
 		}
 	}
-	if got := topicConfig(t, admin, cfg.Topic(events.TopicReference.Name))["cleanup.policy"]; got != "compact" {
+	if got := topicConfig(t, admin, cfg.Topic(events.TopicReference().Name))["cleanup.policy"]; got != "compact" {
 		t.Errorf("reference topic cleanup.policy=%q, want compact", got)
 	}
-	if got := topicConfig(t, admin, cfg.Topic(events.TopicCommands.Name))["retention.ms"]; got != "-1" {
+	if got := topicConfig(t, admin, cfg.Topic(events.TopicCommands().Name))["retention.ms"]; got != "-1" {
 		t.Errorf("commands topic retention.ms=%q, want -1 (kept forever)", got)
 	}
 
 	// Drift: someone shortened the retention of the command log by hand.
 	oneHour := "3600000"
-	if err := admin.AlterConfig(sarama.TopicResource, cfg.Topic(events.TopicCommands.Name), map[string]*string{"retention.ms": &oneHour}, false); err != nil {
+	if err := admin.AlterConfig(sarama.TopicResource, cfg.Topic(events.TopicCommands().Name), map[string]*string{"retention.ms": &oneHour}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := kafka.EnsureTopics(ctx, cfg, events.Topics()); err != nil {
 		t.Fatal(err)
 	}
-	if got := topicConfig(t, admin, cfg.Topic(events.TopicCommands.Name))["retention.ms"]; got != "-1" {
+	if got := topicConfig(t, admin, cfg.Topic(events.TopicCommands().Name))["retention.ms"]; got != "-1" {
 		t.Errorf("after drift: retention.ms=%q, want -1 restored", got)
 	}
 }
@@ -165,7 +165,7 @@ func TestConfig_ProducerIsIdempotentAndConsumerStartsAtOldest(t *testing.T) {
 	if c.Consumer.Offsets.Initial != sarama.OffsetOldest || !c.Consumer.Offsets.AutoCommit.Enable || c.Consumer.MaxWaitTime > 100*time.Millisecond {
 		t.Errorf("consumer config: %+v", c.Consumer)
 	}
-	if p.Version != kafka.ProtocolVersion || c.Version != kafka.ProtocolVersion {
+	if p.Version != kafka.ProtocolVersion() || c.Version != kafka.ProtocolVersion() {
 		t.Errorf("protocol version not set explicitly")
 	}
 }

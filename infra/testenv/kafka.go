@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"tradesvc/infra/kafka"
 )
 
 // TopicPrefix returns a topic prefix unique to this test ("t_<hex>.") for
@@ -22,7 +24,7 @@ func TopicPrefix(t testing.TB) string {
 
 func deleteTopics(t testing.TB, brokers []string, prefix string) {
 	cfg := sarama.NewConfig()
-	cfg.Version = sarama.V3_6_0_0
+	cfg.Version = kafka.ProtocolVersion()
 	cfg.ClientID = "tradesvc-testenv"
 	cfg.Admin.Timeout = 10 * time.Second
 	admin, err := sarama.NewClusterAdmin(brokers, cfg)

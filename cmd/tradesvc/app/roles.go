@@ -39,7 +39,7 @@ func (a *App) runExecutor(ctx context.Context) error {
 		return err
 	}
 	exec, err := executor.NewExecutor(executor.ExecutorConfig{Brokers: a.cfg.KafkaBrokers,
-		Group: a.cfg.TopicPrefix + executor.ExecutorGroup, Topic: a.kcfg.Topic(events.TopicCommands.Name),
+		Group: a.cfg.TopicPrefix + executor.ExecutorGroup, Topic: a.kcfg.Topic(events.TopicCommands().Name),
 		Sarama: a.kcfg.ConsumerConfig(), Port: a.port, Out: appender, Pool: a.pool, Now: a.now, Logger: log,
 		DispatchWindow: a.cfg.DispatchWindow})
 	if err != nil {
@@ -128,6 +128,6 @@ func (a *App) invalidateReference() {
 
 // tailMarket feeds the in-memory market projection from the tick topic.
 func (a *App) tailMarket(ctx context.Context, market *projections.Market) error {
-	return batch.Tail(ctx, batch.TailConfig{Brokers: a.cfg.KafkaBrokers, Topic: a.kcfg.Topic(events.TopicTicks.Name),
+	return batch.Tail(ctx, batch.TailConfig{Brokers: a.cfg.KafkaBrokers, Topic: a.kcfg.Topic(events.TopicTicks().Name),
 		Backfill: 200, Sarama: a.kcfg.ConsumerConfig()}, market.Handle)
 }
