@@ -25,6 +25,19 @@ const (
 // maxBatch bounds the bytes one write gathers from the queue.
 const maxBatch = 64 << 10
 
+// batches recycles write batches: a connection holds one only while it writes, so memory
+// follows the writes in progress, not the number of connections.
+var batches = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+func getBatch() *[]byte { return batches.Get().(*[]byte) }
+
+func putBatch(bp *[]byte, b []byte) {
+	if cap(b) <= 4*maxBatch { // one huge frame is not kept
+		*bp = b[:0]
+		batches.Put(bp)
+	}
+}
+
 var errTooBig = errors.New("streams: inbound message over the size limit")
 
 // session is one WebSocket connection. The handler goroutine reads (readLoop); a writer
@@ -62,7 +75,6 @@ type session struct {
 	lastPong    atomic.Int64 // unix nanos of the last pong answering our ping
 	rate        rateWindow   // reader goroutine only
 
-	buf        []byte // the writer's batch
 	writerDone chan struct{}
 }
 
@@ -260,7 +272,8 @@ func (s *session) writeLoop() {
 // flush writes first and whatever else is queued (frames, then a user stream's pending
 // changes), up to maxBatch bytes, in one write.
 func (s *session) flush(first []byte) bool {
-	b := append(s.buf[:0], first...)
+	bp := getBatch()
+	b := append((*bp)[:0], first...)
 	for len(b) < maxBatch {
 		select {
 		case f := <-s.queue:
@@ -281,10 +294,9 @@ func (s *session) flush(first []byte) bool {
 		}
 		break
 	}
-	if cap(b) <= 4*maxBatch {
-		s.buf = b // keep the buffer, unless one huge frame grew it
-	}
-	return s.writeRaw(b, s.cfg.WriteTimeout)
+	ok := s.writeRaw(b, s.cfg.WriteTimeout)
+	putBatch(bp, b)
+	return ok
 }
 
 // writeRaw writes whole frames within timeout; a failure ends the connection.
@@ -303,7 +315,8 @@ func (s *session) writeRaw(b []byte, timeout time.Duration) bool {
 // close frame in one write, then gives the reader CloseGrace to receive the client's answer.
 func (s *session) finish() {
 	if s.closeCode != closeNoFrameSent {
-		b := s.buf[:0]
+		bp := getBatch()
+		b := (*bp)[:0]
 		for !s.dropQueue && len(s.queue) > 0 {
 			b = append(b, <-s.queue...)
 		}
@@ -312,6 +325,7 @@ func (s *session) finish() {
 		}
 		b = appendFrame(b, opClose, websocket.FormatCloseMessage(s.closeCode, s.closeReason))
 		_ = s.writeRaw(b, s.cfg.CloseGrace+s.cfg.WriteTimeout)
+		putBatch(bp, b)
 	}
 	_ = s.ws.NetConn().SetReadDeadline(time.Now().Add(s.cfg.CloseGrace))
 }
