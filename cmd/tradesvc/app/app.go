@@ -32,6 +32,13 @@ import (
 	"tradesvc/projections"
 )
 
+// Pool sizes: the command side and reads (gateway, executor), and the projections' writes
+// (one transaction at a time per consumed partition).
+const (
+	commandPoolConns   = 24
+	readModelPoolConns = 16
+)
+
 // App holds the open resources of one process.
 type App struct {
 	cfg config.Config
@@ -77,7 +84,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	// A simulator-only process (the trade server in its own process) needs none of the
 	// stores: it keeps its own journal.
 	if cfg.Has(config.RoleGateway) || cfg.Has(config.RoleExecutor) || cfg.Has(config.RoleProjector) {
-		if a.pool, err = postgres.Open(ctx, postgres.Config{URL: cfg.PGURL}); err != nil {
+		// Every order crosses this pool several times (its idempotency record, the executor's
+		// "sent" record, the reads of a RESULT wait): pgx's default of max(4, CPUs)
+		// connections would queue them behind each other.
+		if a.pool, err = postgres.Open(ctx, postgres.Config{URL: cfg.PGURL, MaxConns: commandPoolConns}); err != nil {
 			return nil, err
 		}
 		if a.ch, err = clickhouse.Open(ctx, clickhouse.Config{Addr: cfg.CHAddr, Database: cfg.CHDatabase}); err != nil {
@@ -91,7 +101,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		}
 	}
 	if cfg.Has(config.RoleProjector) {
-		if a.rmPool, err = postgres.Open(ctx, postgres.Config{URL: cfg.PGURL, AsyncCommit: true, MaxConns: 8}); err != nil {
+		if a.rmPool, err = postgres.Open(ctx, postgres.Config{URL: cfg.PGURL, AsyncCommit: true, MaxConns: readModelPoolConns}); err != nil {
 			return nil, err
 		}
 	}

@@ -29,12 +29,29 @@ func (a *App) runExecutor(ctx context.Context) error {
 	host, _ := os.Hostname()
 	instance := fmt.Sprintf("%s-%d", host, os.Getpid())
 	log := a.log.With("role", "executor")
-	appender, err := kafka.NewAppender(a.pub, "executor/"+instance, a.now)
+	// Outcomes are on the latency path of every order; the relay appends market data all
+	// the time. Each gets its own idempotent producer (one request in flight each), so an
+	// outcome never queues behind a batch of ticks, nor a client's command behind either.
+	outPub, err := kafka.NewPublisher(a.kcfg, log)
+	if err != nil {
+		return err
+	}
+	defer outPub.Close()
+	appender, err := kafka.NewAppender(outPub, "executor/"+instance, a.now)
+	if err != nil {
+		return err
+	}
+	relayPub, err := kafka.NewPublisher(a.kcfg, log)
+	if err != nil {
+		return err
+	}
+	defer relayPub.Close()
+	relayAppender, err := kafka.NewAppender(relayPub, "executor/"+instance, a.now)
 	if err != nil {
 		return err
 	}
 	relay, err := executor.NewRelay(executor.RelayConfig{OnAppended: a.metrics.RelayAppended}, a.port,
-		appender, cursors, log, a.now)
+		relayAppender, cursors, log, a.now)
 	if err != nil {
 		return err
 	}
