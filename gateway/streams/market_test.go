@@ -293,7 +293,7 @@ func TestInboundMessageRateAndSizeLimitsCloseWith1008And1009(t *testing.T) {
 // A client that stops reading fills its own queue and is closed with 1011; a reading client
 // on the same streams receives every frame meanwhile.
 func TestASlowClientIsClosedWith1011WhileOthersReceiveEverything(t *testing.T) {
-	ts := startServer(t, Config{SendQueue: 16, WriteTimeout: time.Minute}, Deps{})
+	ts := startServer(t, Config{SendQueue: 64, WriteTimeout: time.Minute}, Deps{})
 	const streams = "/stream?streams=BTCUSD@tick/BTCUSD@bookTicker/BTCUSD@kline_1m/BTCUSD@kline_5m"
 	slow := ts.dialWith(t, dialer("", 4096), streams)
 	slow.synced()
@@ -303,7 +303,7 @@ func TestASlowClientIsClosedWith1011WhileOthersReceiveEverything(t *testing.T) {
 	const ticks = 5000
 	for i := 0; i < ticks; i++ {
 		ts.srv.Market().TickApplied(tickQuote("BTCUSD", fmt.Sprintf("%d.25", 60000+i), int64(1_700_000_000_000+i)))
-		if i%3 == 2 { // pace the feed to what the reading client takes (12 frames fit its queue)
+		if i%12 == 11 { // pace the feed to what the reading client takes (48 frames fit its queue)
 			for deadline := time.Now().Add(30 * time.Second); col.count() < 4*(i+1) && time.Now().Before(deadline); {
 				time.Sleep(50 * time.Microsecond)
 			}

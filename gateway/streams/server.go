@@ -149,9 +149,9 @@ func (s *Server) acceptUser(c *fiber.Ctx, listenKey string) error {
 	// The stream follows the change feed from before the upgrade is answered, so every
 	// change committed after the client sees its connection open is delivered.
 	uc := s.users.follow(s.ctx, lk, ks)
-	t.onExpire = uc.sub.Close
+	t.onExpire = uc.release
 	if err := s.upgradeWith(c, streamRequest{user: uc}, t); err != nil {
-		uc.sub.Close()
+		uc.release()
 		return err
 	}
 	return nil
@@ -175,15 +175,21 @@ func (s *Server) serveConn(conn *fws.Conn) {
 		return // the slot expired before the connection started: it was counted free (and closed)
 	}
 	defer req.ticket.done()
-	sess := newSession(conn.Conn, &s.cfg)
+	sess := newSession(&s.cfg)
+	if req.user != nil {
+		sess = req.user.session // made before the upgrade: it may already be closing
+	}
+	sess.ws = conn.Conn
 	if !s.track(sess) {
 		_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(closeGoingAway, "server shutting down"),
 			time.Now().Add(s.cfg.CloseGrace))
+		if req.user != nil {
+			req.user.release()
+		}
 		return
 	}
 	defer s.untrack(sess)
 	if uc := req.user; uc != nil {
-		uc.session = sess
 		uc.run()
 		return
 	}

@@ -27,19 +27,28 @@ type userConn struct {
 // User-stream event kinds; C (the client order id) rides only on DEAL and ORDER_UPDATE.
 var userKinds = map[string]bool{"DEAL": true, "ORDER_UPDATE": true, "POSITION_UPDATE": false, "ACCOUNT_UPDATE": false}
 
-// follow prepares a user stream that follows the change feed for the key's scope; run then
-// serves it once the connection is upgraded.
+// follow prepares a user stream before its upgrade is answered: it follows the change feed
+// for the key's scope and is known to DELETE /v1/listenKey (which may close it before it
+// even starts). run then serves it on the upgraded connection; release undoes follow when
+// the connection never starts.
 func (u *Users) follow(ctx context.Context, lk ListenKey, ks KeyScope) *userConn {
-	c := &userConn{u: u, ctx: ctx, lk: lk, keyID: ks.ID, first: ks}
+	c := &userConn{session: newSession(u.cfg), u: u, ctx: ctx, lk: lk, keyID: ks.ID, first: ks}
 	c.setScope(ks.Logins)
 	c.sub = u.feed.Subscribe(c.inScope, u.cfg.UserBuffer)
+	u.register(c)
 	return c
+}
+
+// release ends what follow started.
+func (c *userConn) release() {
+	c.sub.Close()
+	c.u.unregister(c)
 }
 
 // run serves the connection until it closes.
 func (c *userConn) run() {
 	sub, ks := c.sub, c.first
-	defer sub.Close()
+	defer c.release()
 	c.feed, c.feedDone, c.convert = sub.C(), sub.Done(), c.frame
 	c.feedEnded = func() {
 		if sub.Err() != nil {
@@ -49,8 +58,6 @@ func (c *userConn) run() {
 		}
 		c.shut(closeGoingAway, "server shutting down", nil)
 	}
-	c.u.register(c)
-	defer c.u.unregister(c)
 	if len(ks.Logins) == 0 {
 		c.shut(closeNormal, "no login in scope", nil)
 	}
