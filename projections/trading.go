@@ -129,18 +129,42 @@ func (t *Trading) Apply(ctx context.Context, msgs []batch.Message) error {
 	if err := t.digits.load(ctx, t.cfg.Pool, frameSymbols(items), t.cfg.Now()); err != nil {
 		return fmt.Errorf("trading projection: %w", err)
 	}
+	// Two round trips inside the transaction: the logins' locks, every fact and the reads the
+	// derivation needs in one pipeline; then the derived columns and the change feed in
+	// another. The locks (ascending, so concurrent batches never deadlock) serialise the three
+	// topics' consumers of one login for as short a time as that.
 	err := pgx.BeginFunc(ctx, t.cfg.Pool, func(tx pgx.Tx) error {
-		if err := applyFacts(ctx, tx, logins, items); err != nil {
+		b := &pgx.Batch{}
+		queueFacts(b, logins, items)
+		tc := touchedBy(items)
+		var ops []*loadedOp
+		if !tc.empty() {
+			queueLoadOperations(b, tc, &ops)
+		}
+		owners := map[loginTag]tagOwner{}
+		if !t.cfg.Replaying {
+			queueTagOwners(b, items, owners)
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("apply facts: %w", err)
+		}
+		if err := t.digits.load(ctx, tx, opSymbols(ops), t.cfg.Now()); err != nil {
 			return err
 		}
-		ops, err := t.rederive(ctx, tx, items)
-		if err != nil {
-			return err
+		b = &pgx.Batch{}
+		changes := t.queueDerived(b, ops)
+		if !t.cfg.Replaying {
+			if err := t.queueChanges(b, items, owners, changes); err != nil {
+				return err
+			}
 		}
-		if t.cfg.Replaying {
+		if b.Len() == 0 {
 			return nil
 		}
-		return t.writeChanges(ctx, tx, items, ops)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("write derived operations and the change feed: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("trading projection: %w", err)
@@ -185,10 +209,9 @@ func tradingLogin(e events.Event) (int64, bool) {
 	return 0, false
 }
 
-// applyFacts takes the logins' locks (ascending, so concurrent batches never deadlock) and
-// applies every event, in one round trip; each item learns whether it changed a row.
-func applyFacts(ctx context.Context, tx pgx.Tx, logins []int64, items []*tradingItem) error {
-	b := &pgx.Batch{}
+// queueFacts queues the logins' locks and every event's statement; each item learns whether
+// it changed a row.
+func queueFacts(b *pgx.Batch, logins []int64, items []*tradingItem) {
 	// rm is rebuildable from the log: losing the last milliseconds in a crash costs a replay.
 	b.Queue("SET LOCAL synchronous_commit = off")
 	for _, l := range logins {
@@ -201,10 +224,6 @@ func applyFacts(ctx context.Context, tx pgx.Tx, logins []int64, items []*trading
 			return nil
 		})
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("apply facts: %w", err)
-	}
-	return nil
 }
 
 // maybePrune deletes change-feed rows older than the retention, at most every PruneEvery.
@@ -223,3 +242,6 @@ func (t *Trading) maybePrune(ctx context.Context) {
 		t.cfg.Logger.Warn("trading projection: prune the change feed", "err", err)
 	}
 }
+
+// Ping implements Pinger: the read-model database answers.
+func (t *Trading) Ping(ctx context.Context) error { return t.cfg.Pool.Ping(ctx) }

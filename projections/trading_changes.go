@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 
@@ -33,15 +32,11 @@ type loginTag struct {
 	tag   string
 }
 
-// writeChanges appends the batch's change-feed rows: the frames of the facts it applied, in
+// queueChanges queues the batch's change-feed rows: the frames of the facts it applied, in
 // the trade server's order, then an OPERATION row per operation whose visible state changed.
 // Rows are inserted under the change-feed lock (seq order is commit order) and announced
 // with NOTIFY, which Postgres delivers at commit.
-func (t *Trading) writeChanges(ctx context.Context, tx pgx.Tx, items []*tradingItem, ops []opChange) error {
-	owners, err := tagOwners(ctx, tx, items)
-	if err != nil {
-		return err
-	}
+func (t *Trading) queueChanges(b *pgx.Batch, items []*tradingItem, owners map[loginTag]tagOwner, ops []opChange) error {
 	rows := make([]changeRow, 0, len(items)+len(ops))
 	for _, it := range items {
 		r, ok, err := t.frameRow(it, owners)
@@ -65,7 +60,6 @@ func (t *Trading) writeChanges(ctx context.Context, tx pgx.Tx, items []*tradingI
 	if len(rows) == 0 {
 		return nil
 	}
-	b := &pgx.Batch{}
 	b.Queue("SELECT pg_advisory_xact_lock($1, $2)", changeFeedLockClass, changeFeedLockID)
 	for _, r := range rows {
 		b.Queue(`INSERT INTO rm.changes (login, kind, operation_id, api_key_id, client_order_id, event)
@@ -73,9 +67,6 @@ func (t *Trading) writeChanges(ctx context.Context, tx pgx.Tx, items []*tradingI
 			r.login, r.kind, nullText(r.operationID), nullInt64(r.apiKeyID), nullText(r.clientOrderID), r.event)
 	}
 	b.Queue("SELECT pg_notify($1, '')", ChangesChannel)
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("write change feed: %w", err)
-	}
 	return nil
 }
 
@@ -123,15 +114,12 @@ func ownedRow(login int64, kind string, o tagOwner) changeRow {
 		clientOrderID: o.clientOrderID}
 }
 
-// tagOwners resolves the tags of the batch's applied deals and orders to the operations that
+// queueTagOwners queues the resolution of the batch's deal and order tags to the operations that
 // carry them (read after this batch's commands were applied).
-func tagOwners(ctx context.Context, tx pgx.Tx, items []*tradingItem) (map[loginTag]tagOwner, error) {
+func queueTagOwners(b *pgx.Batch, items []*tradingItem, out map[loginTag]tagOwner) {
 	var logins []int64
 	var tags []string
 	for _, it := range items {
-		if !it.applied {
-			continue
-		}
 		var login int64
 		var comment string
 		switch x := it.ev.(type) {
@@ -146,26 +134,23 @@ func tagOwners(ctx context.Context, tx pgx.Tx, items []*tradingItem) (map[loginT
 			logins, tags = append(logins, login), append(tags, tag)
 		}
 	}
-	out := map[loginTag]tagOwner{}
 	if len(tags) == 0 {
-		return out, nil
+		return
 	}
-	rows, err := tx.Query(ctx, `SELECT login, tag, operation_id, coalesce(api_key_id, 0), coalesce(client_order_id, '')
+	b.Queue(`SELECT login, tag, operation_id, coalesce(api_key_id, 0), coalesce(client_order_id, '')
 		FROM rm.operations WHERE kind IS NOT NULL
-		AND (login, tag) IN (SELECT l, t FROM unnest($1::bigint[], $2::text[]) AS x(l, t))`, logins, tags)
-	if err != nil {
-		return nil, fmt.Errorf("resolve tags: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var k loginTag
-		var o tagOwner
-		if err := rows.Scan(&k.login, &k.tag, &o.operationID, &o.apiKeyID, &o.clientOrderID); err != nil {
-			return nil, fmt.Errorf("resolve tags: %w", err)
-		}
-		out[k] = o
-	}
-	return out, rows.Err()
+		AND (login, tag) IN (SELECT l, t FROM unnest($1::bigint[], $2::text[]) AS x(l, t))`, logins, tags).Query(
+		func(rows pgx.Rows) error {
+			for rows.Next() {
+				var k loginTag
+				var o tagOwner
+				if err := rows.Scan(&k.login, &k.tag, &o.operationID, &o.apiKeyID, &o.clientOrderID); err != nil {
+					return fmt.Errorf("resolve tags: %w", err)
+				}
+				out[k] = o
+			}
+			return rows.Err()
+		})
 }
 
 // frameSymbols lists the symbols the batch's frames are formatted with.

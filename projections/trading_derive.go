@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/cockroachdb/apd/v3"
@@ -22,9 +21,10 @@ type opChange struct {
 }
 
 // touched collects the operations a batch may have changed: by id (commands, outcomes), by
-// (login, tag) for deals newly added, by order id for order facts applied (a pending
-// placement follows its order), by position id for positions closed (a full close is
-// FILLED once its position is).
+// (login, tag) for deals, by order id for order facts (a pending placement follows its
+// order), by position id for positions closed (a full close is FILLED once its position is).
+// It is read in the same pipeline that applies the facts, before knowing which of them were
+// new: a redelivered fact only re-derives what it cannot change.
 type touched struct {
 	ids       []string
 	tagLogins []int64
@@ -40,15 +40,13 @@ func touchedBy(items []*tradingItem) touched {
 		case *events.ExecutionOutcome:
 			t.ids = append(t.ids, x.OperationID)
 		case *events.DealAdded:
-			if tag := tagOf(x.Comment); it.applied && tag != "" && isTrade(x.Action) {
+			if tag := tagOf(x.Comment); tag != "" && isTrade(x.Action) {
 				t.tagLogins, t.tags = append(t.tagLogins, x.Login), append(t.tags, tag)
 			}
 		case *events.OrderChanged:
-			if it.applied {
-				t.orders = append(t.orders, x.OrderID)
-			}
+			t.orders = append(t.orders, x.OrderID)
 		case *events.PositionChanged:
-			if it.applied && x.Change == events.ChangeClose {
+			if x.Change == events.ChangeClose {
 				t.positions = append(t.positions, x.PositionID)
 			}
 		case *events.AccountChanged:
@@ -112,26 +110,19 @@ type loadedOp struct {
 	version int64
 }
 
-// rederive recomputes the derived columns of every operation the batch touched and writes
-// those that changed; it returns them.
-func (t *Trading) rederive(ctx context.Context, tx pgx.Tx, items []*tradingItem) ([]opChange, error) {
-	tc := touchedBy(items)
-	if tc.empty() {
-		return nil, nil
-	}
-	ops, err := loadOperations(ctx, tx, tc)
-	if err != nil {
-		return nil, err
-	}
+// opSymbols lists the symbols of ops (for their digits).
+func opSymbols(ops []*loadedOp) []string {
 	symbols := make([]string, 0, len(ops))
 	for _, o := range ops {
 		symbols = append(symbols, o.symbol)
 	}
-	if err := t.digits.load(ctx, tx, symbols, t.cfg.Now()); err != nil {
-		return nil, err
-	}
+	return symbols
+}
+
+// queueDerived recomputes the derived columns of ops, queues the updates of those that
+// changed and returns them.
+func (t *Trading) queueDerived(b *pgx.Batch, ops []*loadedOp) []opChange {
 	var changes []opChange
-	b := &pgx.Batch{}
 	for _, o := range ops {
 		o.in.Digits, o.in.DigitsOK = t.digits.get(o.symbol)
 		d := derive(o.in)
@@ -148,32 +139,21 @@ func (t *Trading) rederive(ctx context.Context, tx pgx.Tx, items []*tradingItem)
 			nullInt64(d.DealID), nullInt64(d.PositionID), nullDec(d.ExecPrice), nullDec(d.ExecutedVolume), d.UpdatedAt,
 			d.Deals, d.Attempt)
 	}
-	if b.Len() > 0 {
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return nil, fmt.Errorf("write derived operations: %w", err)
-		}
-	}
-	return changes, nil
+	return changes
 }
 
-func loadOperations(ctx context.Context, tx pgx.Tx, tc touched) ([]*loadedOp, error) {
-	rows, err := tx.Query(ctx, loadOperationsSQL, tc.ids, tc.tagLogins, tc.tags, tc.orders, tc.positions)
-	if err != nil {
-		return nil, fmt.Errorf("load operations: %w", err)
-	}
-	defer rows.Close()
-	var out []*loadedOp
-	for rows.Next() {
-		o, err := scanLoadedOp(rows)
-		if err != nil {
-			return nil, fmt.Errorf("load operations: %w", err)
+// queueLoadOperations queues the read of the touched operations into *ops.
+func queueLoadOperations(b *pgx.Batch, tc touched, ops *[]*loadedOp) {
+	b.Queue(loadOperationsSQL, tc.ids, tc.tagLogins, tc.tags, tc.orders, tc.positions).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			o, err := scanLoadedOp(rows)
+			if err != nil {
+				return fmt.Errorf("load operations: %w", err)
+			}
+			*ops = append(*ops, o)
 		}
-		out = append(out, o)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("load operations: %w", err)
-	}
-	return out, nil
+		return rows.Err()
+	})
 }
 
 func scanLoadedOp(rows pgx.Rows) (*loadedOp, error) {
