@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +71,9 @@ type Trading struct {
 	cfg       TradingConfig
 	digits    *digitsCache
 	lastPrune atomic.Int64
+
+	combinersMu sync.Mutex
+	combiners   map[int32]*combiner
 }
 
 // NewTrading builds the projection.
@@ -89,7 +93,7 @@ func NewTrading(cfg TradingConfig) (*Trading, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Trading{cfg: cfg, digits: newDigitsCache()}, nil
+	return &Trading{cfg: cfg, digits: newDigitsCache(), combiners: map[int32]*combiner{}}, nil
 }
 
 // Topics the projection reads.
@@ -108,9 +112,18 @@ func (t *Trading) Reset(ctx context.Context) error {
 	return err
 }
 
-// Apply writes one batch in one transaction: raw facts, then the derived columns of every
-// operation they touched, then the change feed.
+// Apply writes one batch, merged with the batches of the same partition number that the
+// other topics' consumers hand in meanwhile (trading_combine.go), in one transaction.
 func (t *Trading) Apply(ctx context.Context, msgs []batch.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	return t.combine(ctx, msgs, t.apply)
+}
+
+// apply writes messages in one transaction: raw facts, then the derived columns of every
+// operation they touched, then the change feed.
+func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 	items := make([]*tradingItem, 0, len(msgs))
 	logins := []int64{}
 	for _, m := range msgs {

@@ -1,0 +1,112 @@
+package projections
+
+import (
+	"context"
+	"sync"
+
+	"tradesvc/infra/kafka/batch"
+)
+
+// The three topics of the trading projection are keyed alike (by login) and have the same
+// partition count, so partition p of each carries the same logins. Their consumers each hand
+// the projection batches concurrently; applying them as separate transactions would have
+// them queue on each other's login locks. A combiner per partition number instead applies
+// whatever the three have handed in as one transaction: one writer per partition at a time,
+// and batches that grow, rather than transactions that queue, when the load rises. (The
+// per-login lock stays: across processes, partitions of different topics may be consumed
+// by different projectors.)
+
+// combiner serialises and merges the batches of one partition number.
+type combiner struct {
+	mu      sync.Mutex
+	pending []*handIn
+	running bool
+}
+
+// handIn is one consumer's batch waiting to be applied.
+type handIn struct {
+	msgs []batch.Message
+	done chan error    // the result of the transaction that held msgs
+	lead chan struct{} // closed when this consumer is to apply the pending batches itself
+}
+
+// combine applies msgs, possibly together with batches of the same partition number handed
+// in meanwhile by the other topics' consumers, and returns once they are committed (or the
+// transaction that held them failed, which every consumer in it then retries). The consumer
+// that applies a round hands the next round to a waiting one, so no consumer serves the
+// others for long while its own topic waits.
+func (t *Trading) combine(ctx context.Context, msgs []batch.Message, apply func(context.Context, []batch.Message) error) error {
+	c := t.combinerOf(msgs[0].Partition)
+	mine := &handIn{msgs: msgs, done: make(chan error, 1), lead: make(chan struct{})}
+	c.mu.Lock()
+	c.pending = append(c.pending, mine)
+	leading := !c.running
+	c.running = true
+	c.mu.Unlock()
+	if !leading {
+		select {
+		case err := <-mine.done:
+			return err
+		case <-mine.lead:
+		case <-ctx.Done():
+			// Not marked: applied again later, idempotently. Leadership handed to this
+			// consumer meanwhile must not be lost: pass it on.
+			c.abandon(mine)
+			return ctx.Err()
+		}
+	}
+	c.mu.Lock()
+	work := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	var all []batch.Message
+	for _, w := range work {
+		all = append(all, w.msgs...)
+	}
+	err := apply(ctx, all)
+	for _, w := range work {
+		w.done <- err
+	}
+	c.handOver()
+	return <-mine.done
+}
+
+// handOver makes the first waiting consumer the next to apply, or ends the run.
+func (c *combiner) handOver() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		c.running = false
+		return
+	}
+	close(c.pending[0].lead)
+}
+
+// abandon withdraws a consumer whose context ended while it waited; if it had just been made
+// the next to apply, leadership passes on.
+func (c *combiner) abandon(h *handIn) {
+	c.mu.Lock()
+	for i, p := range c.pending {
+		if p == h {
+			c.pending = append(c.pending[:i], c.pending[i+1:]...)
+			break
+		}
+	}
+	c.mu.Unlock()
+	select {
+	case <-h.lead:
+		c.handOver()
+	default:
+	}
+}
+
+func (t *Trading) combinerOf(partition int32) *combiner {
+	t.combinersMu.Lock()
+	defer t.combinersMu.Unlock()
+	c := t.combiners[partition]
+	if c == nil {
+		c = &combiner{}
+		t.combiners[partition] = c
+	}
+	return c
+}
