@@ -40,12 +40,6 @@ type Config struct {
 	// WriteTimeout bounds one write to a client; a client that accepts nothing for this long
 	// is dropped (default 10 s).
 	WriteTimeout time.Duration
-	// Coalesce is the least time between two writes of data to one connection (default
-	// 5 ms): a frame arriving sooner waits that long and goes out with whatever else arrived
-	// meanwhile, in one write. A client receiving a frame now and then gets it at once; a busy
-	// one gets a batch every Coalesce, which bounds the writes (system calls, TLS records,
-	// wake-ups) per connection however fast its streams are.
-	Coalesce time.Duration
 	// CloseGrace is how long a closing connection waits for the client's close frame before
 	// the socket is closed (default 2 s).
 	CloseGrace time.Duration
@@ -86,7 +80,6 @@ func (c Config) WithDefaults() Config {
 	setDur(&c.Lifetime, 24*time.Hour)
 	setDur(&c.WriteTimeout, 10*time.Second)
 	setDur(&c.CloseGrace, 2*time.Second)
-	setDur(&c.Coalesce, 5*time.Millisecond)
 	setDur(&c.SymbolRefresh, 10*time.Second)
 	setDur(&c.ListenKeyLifetime, 60*time.Minute)
 	setDur(&c.UserRecheck, 5*time.Second)
@@ -112,7 +105,7 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate() error {
 	var errs []error
 	positive := map[string]time.Duration{"PingInterval": c.PingInterval, "PongTimeout": c.PongTimeout,
-		"Lifetime": c.Lifetime, "WriteTimeout": c.WriteTimeout, "CloseGrace": c.CloseGrace, "Coalesce": c.Coalesce,
+		"Lifetime": c.Lifetime, "WriteTimeout": c.WriteTimeout, "CloseGrace": c.CloseGrace,
 		"SymbolRefresh": c.SymbolRefresh, "ListenKeyLifetime": c.ListenKeyLifetime, "UserRecheck": c.UserRecheck}
 	for name, d := range positive {
 		if d <= 0 {
