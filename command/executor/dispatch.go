@@ -58,8 +58,17 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 	var errOnce sync.Once
 	var g errgroup.Group
 	g.SetLimit(x.cfg.Concurrency)
+	now := x.cfg.Now()
 	for i, login := range logins {
 		g.Go(func() error {
+			// One "sent" record for the account's operations that are sure to be sent (one
+			// round trip, not one per operation); each is still recorded before its send.
+			recorded, err := x.recordSent(ctx, byLogin[login], known, now)
+			if err != nil {
+				failed.Store(true)
+				errOnce.Do(func() { firstErr = err })
+				return nil
+			}
 			for _, o := range byLogin[login] {
 				// After a failure no new operation starts: the batch comes again, and what
 				// was not started is then simply sent.
@@ -70,6 +79,7 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 				if e, ok := known[o.key()]; ok {
 					prior = &e
 				}
+				o.sentRecorded = recorded[o.key()]
 				d, err := x.execute(ctx, o, prior)
 				if err != nil {
 					failed.Store(true)
@@ -116,9 +126,9 @@ func (x *Executor) record(ctx context.Context, ds []decision) error {
 	if err := retry(ctx, func() error { return x.cfg.Out.Append(ctx, events.TopicExecutions(), evs...) }); err != nil {
 		return fmt.Errorf("append %d execution events: %w", len(evs), err)
 	}
-	if err := retry(ctx, func() error { return x.store.decided(ctx, ds) }); err != nil {
-		return err
-	}
+	// The outcomes are in the log: the batch is decided. Storing them in cmd.executions only
+	// lets a redelivered command be skipped sooner, so it does not hold up the next batch.
+	x.store.decidedLater(ds, x.log)
 	for _, d := range ds {
 		x.log.Debug("operation decided", "operationId", d.op.op.OperationID, "attempt", d.op.op.Attempt,
 			"kind", d.op.kind, "status", d.outcome.Status, "code", d.outcome.Code, "retcode", d.outcome.Retcode)
@@ -167,4 +177,27 @@ func (x *Executor) decodeOperations(msgs []batch.Message) []operation {
 		out = append(out, o)
 	}
 	return out
+}
+
+// recordSent records as sent, in one statement, the operations of one account that this
+// batch will send for the first time (first attempts within the dispatch window, with no
+// row yet). It returns the ones it recorded; one recorded meanwhile by another executor is
+// left to the usual path, which then reconciles it.
+func (x *Executor) recordSent(ctx context.Context, ops []*operation, known map[opKey]execution, now time.Time) (map[opKey]bool, error) {
+	var sure []*operation
+	for _, o := range ops {
+		if _, seen := known[o.key()]; seen || o.invalid != nil || o.op.Attempt > 1 ||
+			now.UnixMilli()-o.requestedAt > x.cfg.DispatchWindow.Milliseconds() {
+			continue
+		}
+		sure = append(sure, o)
+	}
+	if len(sure) == 0 {
+		return nil, nil
+	}
+	recorded, err := x.store.sentAll(ctx, sure, now)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%w: %w", errShutdown, err)
+	}
+	return recorded, err
 }

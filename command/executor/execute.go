@@ -54,12 +54,15 @@ func (x *Executor) dispatch(ctx context.Context, o *operation) (decision, error)
 			return decision{outcome: out}, nil
 		}
 	}
-	inserted, err := x.store.sent(ctx, o, now)
-	if err != nil {
-		if ctx.Err() != nil {
-			return decision{}, fmt.Errorf("%w: %w", errShutdown, err)
+	inserted := o.sentRecorded
+	if !inserted {
+		var err error
+		if inserted, err = x.store.sent(ctx, o, now); err != nil {
+			if ctx.Err() != nil {
+				return decision{}, fmt.Errorf("%w: %w", errShutdown, err)
+			}
+			return decision{}, err
 		}
-		return decision{}, err
 	}
 	if !inserted {
 		// Another executor recorded it since this batch was read (a partition handed over):

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -20,7 +22,13 @@ type execution struct {
 
 // executions is the executor's record of what it sent (cmd.executions), on a pool with
 // synchronous commit: a "sent" row lost in a crash could send an operation twice.
-type executions struct{ pool *pgxpool.Pool }
+type executions struct {
+	pool *pgxpool.Pool
+
+	mu      sync.Mutex
+	queue   []decision // outcomes waiting to be stored (decidedLater)
+	storing bool
+}
 
 func newExecutions(pool *pgxpool.Pool) (*executions, error) {
 	if pool == nil {
@@ -72,6 +80,40 @@ func (s *executions) sent(ctx context.Context, o *operation, at time.Time) (bool
 	return tag.RowsAffected() == 1, nil
 }
 
+// sentAll records ops as about to be sent, in one statement, and returns the ones it
+// recorded (a row already there was recorded by another executor).
+func (s *executions) sentAll(ctx context.Context, ops []*operation, at time.Time) (map[opKey]bool, error) {
+	n := len(ops)
+	ids, tags, kinds := make([]string, n), make([]string, n), make([]string, n)
+	attempts, logins := make([]int32, n), make([]int64, n)
+	for i, o := range ops {
+		ids[i], attempts[i], logins[i], tags[i], kinds[i] = o.op.OperationID, int32(o.op.Attempt), o.op.Login, o.op.Tag, o.kind
+	}
+	rows, err := s.pool.Query(ctx, `INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at)
+		SELECT id, attempt, login, tag, kind, $6 FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[])
+		  AS k(id, attempt, login, tag, kind)
+		ON CONFLICT (operation_id, attempt) DO NOTHING RETURNING operation_id, attempt`,
+		ids, attempts, logins, tags, kinds, at)
+	if err != nil {
+		return nil, fmt.Errorf("record %d operations as sent: %w", n, err)
+	}
+	defer rows.Close()
+	out := make(map[opKey]bool, n)
+	for rows.Next() {
+		var k opKey
+		var attempt int32
+		if err := rows.Scan(&k.id, &attempt); err != nil {
+			return nil, fmt.Errorf("record %d operations as sent: %w", n, err)
+		}
+		k.attempt = int(attempt)
+		out[k] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("record %d operations as sent: %w", n, err)
+	}
+	return out, nil
+}
+
 // decided stores the outcomes of a batch in one statement, once they are in the log. An
 // operation that was never sent (refused before sending) gets its row here, so that a
 // redelivery of its command is skipped as well.
@@ -116,4 +158,37 @@ type decision struct {
 	sent    *events.ExecutionSent
 	outcome *events.ExecutionOutcome
 	took    time.Duration
+}
+
+// decidedLater stores outcomes in the background, one writer at a time, retrying until they
+// are stored (or the process ends: a redelivered command then finds its row without outcome
+// and is reconciled, which reports the same outcome again).
+func (s *executions) decidedLater(ds []decision, log *slog.Logger) {
+	s.mu.Lock()
+	s.queue = append(s.queue, ds...)
+	if s.storing {
+		s.mu.Unlock()
+		return
+	}
+	s.storing = true
+	s.mu.Unlock()
+	go func() {
+		for {
+			s.mu.Lock()
+			batch := s.queue
+			s.queue = nil
+			if len(batch) == 0 {
+				s.storing = false
+				s.mu.Unlock()
+				return
+			}
+			s.mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+			err := retry(ctx, func() error { return s.decided(ctx, batch) })
+			cancel()
+			if err != nil {
+				log.Warn("outcomes not stored in cmd.executions; a redelivery will reconcile them", "outcomes", len(batch), "err", err)
+			}
+		}
+	}()
 }

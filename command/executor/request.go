@@ -28,6 +28,8 @@ type operation struct {
 	// invalid, when set, is why the command cannot become a trade request; the operation is
 	// refused without sending (a producer bug must still get a final answer).
 	invalid error
+	// sentRecorded: its "sent" row was written with its account's others of the batch.
+	sentRecorded bool
 }
 
 type opKey struct {
