@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -20,49 +21,100 @@ const ExecutorTimeout = 30 * time.Second
 // Switches reads and writes the operator switches and executor liveness in cmd.switches and
 // cmd.executor_heartbeats. Reads are cached for a second: they run before every TRADE
 // request, and a switch flipped by an operator takes effect within that second on every
-// gateway.
+// gateway. One query runs at a time, outside the lock, so a slow database never blocks the
+// requests that can still be answered from the last reading.
 type Switches struct {
 	pool *pgxpool.Pool
 	ttl  time.Duration
 	now  func() time.Time
+	log  *slog.Logger
 
 	mu       sync.Mutex
 	loadedAt time.Time
 	trading  bool
 	alive    bool
+	err      error         // the last refresh's error, nil once a refresh succeeds
+	failedAt time.Time     // when it failed: the next attempt waits a TTL, not the next request
+	loading  chan struct{} // closed when the query in flight ends; nil when none runs
+	gen      uint64        // bumped by SetTrading: a query that began before it is stale
 }
 
-// NewSwitches builds the store.
+// NewSwitches builds the store. A failed read is logged through slog.Default() when it
+// starts failing and when it recovers (not on every request), and kept for Err.
 func NewSwitches(pool *pgxpool.Pool, now func() time.Time) (*Switches, error) {
 	if pool == nil || now == nil {
 		return nil, errors.New("command: switches need a pool and a clock")
 	}
-	return &Switches{pool: pool, ttl: time.Second, now: now}, nil
+	return &Switches{pool: pool, ttl: time.Second, now: now, log: slog.Default()}, nil
 }
 
+// refresh re-reads the switches when the cached reading is older than the TTL. While
+// another caller's query runs, a caller with a reading uses it; one without waits for it.
 func (s *Switches) refresh(ctx context.Context) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.loadedAt.IsZero() && s.now().Sub(s.loadedAt) < s.ttl {
+	for s.loading != nil && s.loadedAt.IsZero() {
+		ch := s.loading
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return // never read: the callers fail closed
+		}
+		s.mu.Lock()
+	}
+	if s.loading != nil || !s.loadedAt.IsZero() && (s.now().Sub(s.loadedAt) < s.ttl || s.now().Sub(s.failedAt) < s.ttl) {
+		s.mu.Unlock()
 		return
 	}
-	var trading string
-	var alive bool
+	ch := make(chan struct{})
+	s.loading = ch
+	gen := s.gen
+	s.mu.Unlock()
+
+	trading, alive, err := s.read(ctx)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loading = nil
+	close(ch)
+	if s.gen != gen {
+		return // this process switched trading meanwhile: the next caller reads again
+	}
+	if err != nil {
+		// Unknown state: keep the last answer (a process that never read it fails closed:
+		// trading and alive stay false).
+		if s.err == nil {
+			s.log.Error("cannot read the trading switch and executor liveness; answering from the last reading",
+				"err", err, "lastReading", s.loadedAt)
+		}
+		s.err, s.failedAt = err, s.now()
+		return
+	}
+	if s.err != nil {
+		s.log.Info("trading switch and executor liveness readable again")
+	}
+	s.trading, s.alive, s.loadedAt, s.err = trading, alive, s.now(), nil
+}
+
+func (s *Switches) read(ctx context.Context) (trading, alive bool, err error) {
+	var value string
 	// Liveness is judged on the database clock, the one heartbeats are stamped with, so a
 	// gateway whose own clock drifts still agrees with every other gateway.
-	err := s.pool.QueryRow(ctx, `SELECT (SELECT value FROM cmd.switches WHERE name = 'trading'),
+	err = s.pool.QueryRow(ctx, `SELECT (SELECT value FROM cmd.switches WHERE name = 'trading'),
 		coalesce((SELECT max(seen_at) > now() - make_interval(secs => $1) FROM cmd.executor_heartbeats), false)`,
-		ExecutorTimeout.Seconds()).Scan(&trading, &alive)
+		ExecutorTimeout.Seconds()).Scan(&value, &alive)
 	if err != nil {
-		// Unknown state: keep the last answer; fail closed for a process that never read it.
-		if s.loadedAt.IsZero() {
-			s.trading, s.alive = false, false
-		}
-		return
+		return false, false, fmt.Errorf("read switches: %w", err)
 	}
-	s.trading = trading != "off"
-	s.alive = alive
-	s.loadedAt = s.now()
+	return value != "off", alive, nil
+}
+
+// Err is the error of the last attempt to read the switches, nil when it succeeded (for
+// readiness checks).
+func (s *Switches) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
 }
 
 // TradingEnabled is false while trading is switched off.
@@ -94,6 +146,7 @@ func (s *Switches) SetTrading(ctx context.Context, on bool) error {
 	}
 	s.mu.Lock()
 	s.loadedAt = time.Time{}
+	s.gen++
 	s.mu.Unlock()
 	return nil
 }

@@ -2,6 +2,7 @@ package command_test
 
 import (
 	"context"
+	"net/url"
 	"testing"
 	"time"
 
@@ -126,5 +127,109 @@ func TestSwitchesExecutorAliveFollowsHeartbeats(t *testing.T) {
 	var n int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM cmd.executor_heartbeats`).Scan(&n); err != nil || n != 2 {
 		t.Errorf("%d heartbeat rows, %v; want one per instance (2)", n, err)
+	}
+}
+
+// Regression: refresh held the switches' lock across its query and dropped the query's
+// error. A hanging database must not block callers that hold a reading, and a failing one
+// is reported (Err) while the last reading keeps being served; it recovers by itself.
+func TestSwitchesUnreadableDatabaseIsReportedAndNeverBlocksCachedAnswers(t *testing.T) {
+	ctx, direct := swPool(t)
+	u, err := url.Parse(direct.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testenv.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	pool, err := pgxpool.New(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	clk := testenv.NewClock(time.Now())
+	s := swNew(t, pool, clk.Now)
+	if !s.TradingEnabled(ctx) || s.Err() != nil {
+		t.Fatalf("first reading: trading %v, err %v", s.TradingEnabled(ctx), s.Err())
+	}
+
+	// The database hangs: the caller whose turn it is to refresh waits on it...
+	proxy.Stall()
+	clk.Add(2 * time.Second)
+	hung, cancel := context.WithCancel(ctx)
+	defer cancel()
+	first := make(chan bool, 1)
+	go func() { first <- s.TradingEnabled(hung) }()
+	apptestEventually(t, "a refresh in flight", s.Refreshing)
+	// ...while every other caller is answered from the last reading, before that query ends.
+	second := make(chan bool, 1)
+	go func() { second <- s.TradingEnabled(ctx) }()
+	select {
+	case on := <-second:
+		if !on {
+			t.Error("a caller during the hung refresh was not answered from the last reading (trading on)")
+		}
+	case <-first:
+		t.Fatal("the hung refresh ended before the test released it")
+	case <-time.After(20 * time.Second):
+		t.Fatal("a caller blocked behind the hung refresh: the lock is held across the query")
+	}
+	cancel()
+	if on := <-first; !on {
+		t.Error("the refreshing caller lost the last reading when its query failed")
+	}
+	if s.Err() == nil {
+		t.Error("a failed refresh left Err nil")
+	}
+
+	// The database refuses connections: still the last reading, and the error is kept.
+	proxy.Cut()
+	clk.Add(2 * time.Second)
+	if !s.TradingEnabled(ctx) {
+		t.Error("trading off while the database is unreachable; want the last reading (on)")
+	}
+	if s.Err() == nil {
+		t.Error("an unreachable database left Err nil")
+	}
+
+	// It comes back: the next refresh after the retry pause succeeds and clears the error.
+	proxy.Restore()
+	clk.Add(2 * time.Second)
+	if !s.TradingEnabled(ctx) || s.Err() != nil {
+		t.Errorf("after recovery: trading %v, err %v", s.TradingEnabled(ctx), s.Err())
+	}
+}
+
+// A process that never read the switches fails closed while the database is unreachable.
+func TestSwitchesNeverReadFailClosed(t *testing.T) {
+	ctx, direct := swPool(t)
+	u, err := url.Parse(direct.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testenv.NewProxy(t, u.Host)
+	proxy.Cut()
+	u.Host = proxy.Addr()
+	pool, err := pgxpool.New(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s := swNew(t, pool, time.Now)
+	if s.TradingEnabled(ctx) || s.ExecutorAlive(ctx) {
+		t.Error("a process that never read the switches says trading is on or the executor alive")
+	}
+	if s.Err() == nil {
+		t.Error("Err is nil although no reading ever succeeded")
+	}
+}
+
+func apptestEventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"tradesvc/events"
 	"tradesvc/infra/mt5"
 )
@@ -39,6 +41,9 @@ type RelayConfig struct {
 	StatsEvery time.Duration
 	// OnAppended, when set, is told of every batch appended from a feed (metrics).
 	OnAppended func(feed string, n int, lastSeq uint64)
+	// OnError, when set, is told of every failure of a relay loop (it is retried): the
+	// executor's readiness shows the last one.
+	OnError func(loop string, err error)
 }
 
 func (c *RelayConfig) defaults() {
@@ -91,29 +96,30 @@ const (
 	CursorTicks = "mt5.ticks"
 )
 
-// Run relays until ctx ends; each feed retries on its own after a failure.
+// Run relays until ctx ends; each feed retries on its own after a failure, with backoff.
 func (r *Relay) Run(ctx context.Context) error {
-	done := make(chan struct{}, 4)
-	loops := []func(context.Context) error{r.relayFacts, r.relayTicks, r.pollReference, r.pollStats}
-	for _, loop := range loops {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			r.forever(ctx, loop)
-		}()
+	g, ctx := errgroup.WithContext(ctx)
+	loops := map[string]func(context.Context) error{"facts": r.relayFacts, "ticks": r.relayTicks,
+		"reference": r.pollReference, "stats": r.pollStats}
+	for name, loop := range loops {
+		g.Go(func() error {
+			r.forever(ctx, name, loop)
+			return nil
+		})
 	}
-	for range loops {
-		<-done
-	}
-	return nil
+	return g.Wait()
 }
 
-func (r *Relay) forever(ctx context.Context, loop func(context.Context) error) {
+func (r *Relay) forever(ctx context.Context, name string, loop func(context.Context) error) {
 	for attempt := 1; ctx.Err() == nil; attempt++ {
 		err := loop(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		r.log.Warn("relay loop failed; retrying", "err", err, "attempt", attempt)
+		r.log.Warn("relay loop failed; retrying", "loop", name, "err", err, "attempt", attempt)
+		if r.cfg.OnError != nil {
+			r.cfg.OnError(name, err)
+		}
 		wait(ctx, min(time.Duration(attempt)*250*time.Millisecond, 5*time.Second))
 	}
 }
@@ -197,11 +203,11 @@ func (r *Relay) relayTicks(ctx context.Context) error {
 func (r *Relay) pollReference(ctx context.Context) error {
 	var lastRef time.Time
 	for {
-		if time.Since(lastRef) >= r.cfg.ReferenceEvery {
+		if lastRef.IsZero() || r.now().Sub(lastRef) >= r.cfg.ReferenceEvery {
 			if err := r.publishSymbols(ctx); err != nil {
 				return err
 			}
-			lastRef = time.Now()
+			lastRef = r.now()
 		}
 		if err := r.publishAccounts(ctx); err != nil {
 			return err
@@ -286,7 +292,7 @@ func (r *Relay) pollStats(ctx context.Context) error {
 	var listed time.Time
 	for {
 		// The symbol list changes rarely: re-read it at the reference interval, not each poll.
-		if names == nil || time.Since(listed) >= r.cfg.ReferenceEvery {
+		if names == nil || r.now().Sub(listed) >= r.cfg.ReferenceEvery {
 			symbols, err := r.port.Symbols(ctx)
 			if err != nil {
 				return fmt.Errorf("read symbols: %w", err)
@@ -295,7 +301,7 @@ func (r *Relay) pollStats(ctx context.Context) error {
 			for i, s := range symbols {
 				names[i] = s.Name
 			}
-			listed = time.Now()
+			listed = r.now()
 		}
 		var evs []events.Event
 		changed := map[string]string{}
