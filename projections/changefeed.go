@@ -80,6 +80,26 @@ type ChangeFeed struct {
 	stopped    bool
 	watchers   map[string]map[chan struct{}]struct{}
 	subs       map[*Subscription]struct{}
+	live       bool      // a session reads the feed
+	lastErr    error     // why the last session ended
+	stateSince time.Time // when live or lastErr last changed
+}
+
+// Status reports whether the feed is reading rm.changes now and, when it is not, why its
+// last session ended and since when (readiness).
+func (f *ChangeFeed) Status() (live bool, err error, since time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.live, f.lastErr, f.stateSince
+}
+
+func (f *ChangeFeed) setState(live bool, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.live != live || (err == nil) != (f.lastErr == nil) {
+		f.stateSince = time.Now()
+	}
+	f.live, f.lastErr = live, err
 }
 
 // NewChangeFeed builds a feed; call Run to start it.
@@ -107,6 +127,7 @@ func (f *ChangeFeed) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
+		f.setState(false, err)
 		if healthy {
 			failures = 0
 		}
@@ -131,7 +152,9 @@ func (f *ChangeFeed) session(ctx context.Context) (healthy bool, err error) {
 	defer func() {
 		closeCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		_ = conn.Close(closeCtx)
+		if cerr := conn.Close(closeCtx); cerr != nil {
+			f.cfg.Logger.Debug("change feed: close connection", "err", cerr)
+		}
 	}()
 	if _, err := conn.Exec(ctx, "LISTEN "+ChangesChannel); err != nil {
 		return false, fmt.Errorf("listen: %w", err)
@@ -142,6 +165,9 @@ func (f *ChangeFeed) session(ctx context.Context) (healthy bool, err error) {
 	for {
 		if err := f.catchUp(ctx, conn); err != nil {
 			return healthy, err
+		}
+		if !healthy {
+			f.setState(true, nil)
 		}
 		healthy = true
 		waitCtx, cancel := context.WithTimeout(ctx, f.cfg.Poll)

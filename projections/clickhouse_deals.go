@@ -75,3 +75,6 @@ func (h *DealHistory) Reset(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Ping implements Pinger: ClickHouse answers.
+func (p *DealHistory) Ping(ctx context.Context) error { return p.conn.Ping(ctx) }

@@ -199,3 +199,6 @@ func (h *MarketHistory) Reset(ctx context.Context) error {
 	h.mu.Unlock()
 	return nil
 }
+
+// Ping implements Pinger: ClickHouse answers.
+func (p *MarketHistory) Ping(ctx context.Context) error { return p.conn.Ping(ctx) }

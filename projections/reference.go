@@ -116,3 +116,6 @@ func (r *Reference) Reset(ctx context.Context) error {
 	_, err := r.pool.Exec(ctx, `TRUNCATE rm.symbols, rm.server, rm.accounts`)
 	return err
 }
+
+// Ping implements Pinger: the read-model database answers.
+func (p *Reference) Ping(ctx context.Context) error { return p.pool.Ping(ctx) }

@@ -2,10 +2,12 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"tradesvc/events"
 	"tradesvc/infra/kafka/batch"
@@ -26,14 +28,28 @@ type Batching interface {
 	MaxWait() time.Duration
 }
 
-// Source says where projections read from.
+// Pinger is implemented by projections that can tell whether their store answers. A batch
+// that fails while the store does not answer is an outage, retried until the store is back;
+// only a failure that repeats while it answers can make a message poison.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Source says where projections read from, and where they park what they cannot apply.
 type Source struct {
 	Brokers     []string
 	TopicPrefix string
 	Sarama      *sarama.Config
 	Logger      *slog.Logger
-	// OnBatch, when set, is told of every batch a projection applied or failed (metrics).
-	OnBatch func(projection, topic string, partition int32, events int, lastOffset int64, err error)
+	// DeadLetter parks the messages a projection can never apply (<topic>.dlq); without it
+	// such a message stops the projection with an error.
+	DeadLetter batch.DeadLetterer
+	// PoisonAttempts is how many times a message may fail the same way, its store
+	// answering, before it is parked (default 5).
+	PoisonAttempts int
+	// Observe, when set, gives the observer of one projection's consumer (readiness and
+	// metrics).
+	Observe func(projection string) batch.Observer
 }
 
 // Run consumes for projection p under its stable consumer-group name until ctx ends.
@@ -46,20 +62,50 @@ func Run(ctx context.Context, src Source, name string, p Projection) error {
 	if b, ok := p.(Batching); ok {
 		wait = b.MaxWait()
 	}
-	var onBatch func(string, int32, int, int64, error)
-	if src.OnBatch != nil {
-		onBatch = func(topic string, partition int32, events int, lastOffset int64, err error) {
-			src.OnBatch(name, topic, partition, events, lastOffset, err)
+	cfg := batch.Config{
+		Brokers:    src.Brokers,
+		Group:      src.TopicPrefix + name,
+		Topics:     topics,
+		MaxBatch:   5000,
+		MaxWait:    wait,
+		Sarama:     src.Sarama,
+		Logger:     src.Logger.With("projection", name),
+		DeadLetter: src.DeadLetter,
+		Transient:  IsStoreUnavailable,
+	}
+	if src.DeadLetter != nil {
+		cfg.MaxAttempts = src.PoisonAttempts
+		if cfg.MaxAttempts == 0 {
+			cfg.MaxAttempts = 5
 		}
 	}
-	return batch.Run(ctx, batch.Config{
-		OnBatch:  onBatch,
-		Brokers:  src.Brokers,
-		Group:    src.TopicPrefix + name,
-		Topics:   topics,
-		MaxBatch: 5000,
-		MaxWait:  wait,
-		Sarama:   src.Sarama,
-		Logger:   src.Logger.With("projection", name),
-	}, p.Apply)
+	if pg, ok := p.(Pinger); ok {
+		cfg.Healthy = pg.Ping
+	}
+	if src.Observe != nil {
+		cfg.Observer = src.Observe(name)
+	}
+	return batch.Run(ctx, cfg, p.Apply)
+}
+
+// IsStoreUnavailable reports the Postgres errors that say the database is out of reach or
+// refusing work for now (connection failures, shutdown, overload, serialization conflicts),
+// which are retried and never make a message poison.
+func IsStoreUnavailable(err error) bool {
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && len(pgErr.Code) == 5 {
+		switch pgErr.Code[:2] {
+		case "08", // connection exception
+			"40", // transaction rollback: serialization failure, deadlock
+			"53", // insufficient resources
+			"57", // operator intervention: shutdown, cancelled statement
+			"58": // system error
+			return true
+		}
+	}
+	return false
 }

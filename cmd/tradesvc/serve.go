@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,8 +18,10 @@ func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
-// serve runs the service until SIGINT/SIGTERM, then stops every role gracefully.
-func serve(ctx context.Context, args []string, stderr io.Writer) error {
+// serve runs the service until SIGINT/SIGTERM, then stops every role gracefully. It returns
+// an error (the process exits non-zero) when a role could not go on, when the stop overran
+// --shutdown-timeout, or when a resource could not be closed cleanly.
+func serve(ctx context.Context, args []string, stderr io.Writer) (err error) {
 	cfg, err := loadConfig("serve", args, stderr, nil)
 	if err != nil {
 		return err
@@ -29,7 +32,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer a.Close()
+	defer func() {
+		if cerr := a.Close(); cerr != nil {
+			log.Error("tradesvc closed with errors", "err", cerr)
+			err = errors.Join(err, cerr)
+		}
+	}()
 	if err := a.Run(ctx); err != nil {
 		return fmt.Errorf("stopped with errors: %w", err)
 	}

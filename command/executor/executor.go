@@ -55,6 +55,12 @@ type ExecutorConfig struct {
 	// kind, its status, and how long the executor took from picking it up to deciding it
 	// (metrics).
 	OnOutcome func(kind, status string, took time.Duration)
+	// DeadLetter parks a command that cannot be decoded (commands.v1.dlq), so it is never
+	// skipped unseen; without it such a command stops the executor. A command whose handling
+	// fails is never parked: it is retried until it is decided (the executor's outcome).
+	DeadLetter batch.DeadLetterer
+	// Observer is told of the consumer's claims, progress and failures (readiness).
+	Observer batch.Observer
 }
 
 // Validate reports every missing dependency and bad setting at once.
@@ -137,5 +143,6 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 // shutdown is left to the next owner of the partition, which reconciles it.
 func (x *Executor) Run(ctx context.Context) error {
 	return batch.Run(ctx, batch.Config{Brokers: x.cfg.Brokers, Group: x.cfg.Group, Topics: []string{x.cfg.Topic},
-		MaxBatch: x.cfg.MaxBatch, MaxWait: batch.NoWait, Sarama: x.cfg.Sarama, Logger: x.log}, x.handle)
+		MaxBatch: x.cfg.MaxBatch, MaxWait: batch.NoWait, Sarama: x.cfg.Sarama, Logger: x.log,
+		DeadLetter: x.cfg.DeadLetter, Observer: x.cfg.Observer}, x.handle)
 }

@@ -74,6 +74,8 @@ type Config struct {
 	QuoteMaxAge time.Duration
 	// Streams configures the WebSocket streams (streams.go).
 	Streams Streams
+	// Health configures readiness and dead-lettering (health.go).
+	Health Health
 }
 
 type setting struct {
@@ -106,7 +108,7 @@ func (c *Config) settings(raw map[string]*string) []setting {
 		s("sim-seed", "", "simulator seed file (empty: embedded default seed)"),
 		s("sim-data-dir", "", "simulator journal directory (default run-dir/sim)"),
 		s("log-level", "info", "log level: debug, info, warn, error"),
-		s("shutdown-timeout", "15s", "bound on a graceful stop"),
+		s("shutdown-timeout", "15s", "bound on a graceful stop: roles still running after it are abandoned and the process exits non-zero"),
 		s("dispatch-window", "60s", "how long a queued operation may wait to be sent before it is rejected (-1000)"),
 		s("quote-max-age", "30s", "oldest quote the gateway's price checks use"),
 	}
@@ -116,7 +118,7 @@ func (c *Config) settings(raw map[string]*string) []setting {
 func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, error) {
 	var c Config
 	raw := map[string]*string{}
-	set := append(c.settings(raw), streamSettings(raw)...)
+	set := append(append(c.settings(raw), streamSettings(raw)...), healthSettings(raw)...)
 	for _, st := range set {
 		def := st.def
 		if v := getenv(st.env); v != "" {
@@ -164,6 +166,9 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 		return c, fmt.Errorf("quote-max-age: %w", err)
 	}
 	if c.Streams, err = loadStreams(get); err != nil {
+		return c, err
+	}
+	if c.Health, err = loadHealth(get); err != nil {
 		return c, err
 	}
 	return c, c.Validate()

@@ -29,6 +29,16 @@ type Metrics struct {
 
 	relayAppended *prometheus.CounterVec
 	relaySeq      *prometheus.GaugeVec
+
+	ready        *prometheus.GaugeVec
+	dependencyUp *prometheus.GaugeVec
+	lagEvents    *prometheus.GaugeVec
+	lagSeconds   *prometheus.GaugeVec
+	stuck        *prometheus.GaugeVec
+	deadLetters  *prometheus.CounterVec
+	quoteAge     *prometheus.GaugeVec
+	undecodable  *prometheus.CounterVec
+	heartbeatAge prometheus.Gauge
 }
 
 // New registers every collector on a fresh registry (plus the Go runtime and process ones).
@@ -52,10 +62,69 @@ func New() *Metrics {
 			Help: "Records the relay appended to the log from the trade server, by feed."}, []string{"feed"}),
 		relaySeq: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tradesvc_relay_sequence",
 			Help: "Last trade-server feed sequence the relay appended, by feed."}, []string{"feed"}),
+		ready: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tradesvc_ready",
+			Help: "1 when the role is ready (GET /readyz), 0 when not."}, []string{"role"}),
+		dependencyUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tradesvc_dependency_up",
+			Help: "1 when the dependency answered its last probe (kafka, postgres, clickhouse, tradeServer), 0 when not."},
+			[]string{"dependency"}),
+		lagEvents: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tradesvc_consumer_lag_events",
+			Help: "Messages of its partitions a projection (or the executor) has not applied yet."}, []string{"consumer"}),
+		lagSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tradesvc_consumer_lag_seconds",
+			Help: "How far behind the log a consumer is, in seconds of log time (0 when caught up)."}, []string{"consumer"}),
+		stuck: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tradesvc_consumer_stuck",
+			Help: "1 when a consumer is behind or failing without progress for longer than the stall bound."}, []string{"consumer"}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tradesvc_dead_letters_total",
+			Help: "Messages a consumer parked in the dead-letter topic of their topic."}, []string{"consumer", "topic"}),
+		quoteAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tradesvc_quote_age_seconds",
+			Help: "Age of the newest quote of a symbol in the gateway's market projection."}, []string{"symbol"}),
+		undecodable: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tradesvc_tail_undecodable_total",
+			Help: "Messages the gateway's tick tail could not decode (the projections park them)."}, []string{"topic"}),
+		heartbeatAge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tradesvc_executor_heartbeat_age_seconds",
+			Help: "Seconds since this executor last recorded its heartbeat."}),
 	}
 	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.projBatches, m.projEvents, m.projFailures, m.projOffset,
-		m.relayAppended, m.relaySeq, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.relayAppended, m.relaySeq, m.ready, m.dependencyUp, m.lagEvents, m.lagSeconds, m.stuck, m.deadLetters,
+		m.quoteAge, m.undecodable, m.heartbeatAge,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// SetReady records a role's readiness (health.Sink).
+func (m *Metrics) SetReady(role string, ready bool) { m.ready.WithLabelValues(role).Set(b2f(ready)) }
+
+// SetDependencyUp records a dependency's last probe (health.Sink).
+func (m *Metrics) SetDependencyUp(name string, up bool) {
+	m.dependencyUp.WithLabelValues(name).Set(b2f(up))
+}
+
+// ConsumerStatus records a consumer's lag and whether it is stuck.
+func (m *Metrics) ConsumerStatus(consumer string, lagEvents int64, lagSeconds float64, stuck bool) {
+	m.lagEvents.WithLabelValues(consumer).Set(float64(lagEvents))
+	m.lagSeconds.WithLabelValues(consumer).Set(lagSeconds)
+	m.stuck.WithLabelValues(consumer).Set(b2f(stuck))
+}
+
+// DeadLetterParked counts a message a consumer parked.
+func (m *Metrics) DeadLetterParked(consumer, topic string) {
+	m.deadLetters.WithLabelValues(consumer, topic).Inc()
+}
+
+// QuoteAge records the age of a symbol's newest quote.
+func (m *Metrics) QuoteAge(symbol string, age time.Duration) {
+	m.quoteAge.WithLabelValues(symbol).Set(age.Seconds())
+}
+
+// TailUndecodable counts a message the tick tail could not decode.
+func (m *Metrics) TailUndecodable(topic string) { m.undecodable.WithLabelValues(topic).Inc() }
+
+// HeartbeatAge records how long ago this executor's heartbeat was last recorded.
+func (m *Metrics) HeartbeatAge(age time.Duration) { m.heartbeatAge.Set(age.Seconds()) }
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Handler serves the metrics in the Prometheus text format.

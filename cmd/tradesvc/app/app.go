@@ -12,17 +12,21 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
 
 	"tradesvc/command"
 	"tradesvc/events"
 	"tradesvc/infra/clickhouse"
 	"tradesvc/infra/config"
+	"tradesvc/infra/health"
 	"tradesvc/infra/kafka"
 	"tradesvc/infra/metrics"
 	"tradesvc/infra/mt5"
@@ -60,6 +64,14 @@ type App struct {
 	metrics     *metrics.Metrics
 	metricsAddr chan string
 	refReader   atomic.Pointer[projections.ReferenceReader] // set when this process runs the gateway
+
+	// What readiness and the dead-letter topics need (health.go).
+	health      *health.Monitor
+	consumers   *health.Consumers
+	deadLetters *kafka.DeadLetters // set when this process runs consumers (executor, projector)
+	probe       *kafkaProbe
+	gw          gatewayHealth
+	exec        executorHealth
 }
 
 // New opens every resource the configured roles need, applies migrations and creates the
@@ -73,7 +85,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	ok := false
 	defer func() {
 		if !ok {
-			a.Close()
+			if err := a.Close(); err != nil {
+				log.Error("closing what a failed start opened", "err", err)
+			}
 		}
 	}()
 	if err := os.MkdirAll(cfg.RunDir, 0o700); err != nil {
@@ -130,6 +144,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 			return nil, err
 		}
 	}
+	if cfg.Has(config.RoleExecutor) || cfg.Has(config.RoleProjector) {
+		if a.deadLetters, err = kafka.NewDeadLetters(a.kcfg, a.now); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.newHealth(); err != nil {
+		return nil, err
+	}
 	ok = true
 	return a, nil
 }
@@ -157,7 +179,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, ch driver.Conn, kcfg kafka
 	if err := clickhouse.Migrate(ctx, ch); err != nil {
 		return fmt.Errorf("clickhouse migrations: %w", err)
 	}
-	if err := kafka.EnsureTopics(ctx, kcfg, events.Topics()); err != nil {
+	if err := kafka.EnsureTopics(ctx, kcfg, events.AllTopics()); err != nil {
 		return fmt.Errorf("kafka topics: %w", err)
 	}
 	log.Info("migrations applied and topics ready")
@@ -181,25 +203,32 @@ func (a *App) tradeServer() (mt5.TradeServer, error) {
 	return remote.NewClient(remote.ClientConfig{Addr: addr, Token: token})
 }
 
-// Run runs the configured roles until ctx ends, then stops them gracefully.
+// Run runs the configured roles under one supervisor until ctx ends, then stops them
+// within the shutdown timeout. A role that returns, with an error or without one while ctx
+// is alive, cannot continue: it is logged, every other role is stopped, and Run returns its
+// error, so that the process exits non-zero and its supervisor restarts it.
 func (a *App) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
+	g, gctx := errgroup.WithContext(ctx)
+	var running sync.Map // role name → struct{}, while it runs
 	start := func(name string, fn func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := fn(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				errs <- fmt.Errorf("%s: %w", name, err)
-				cancel()
+		running.Store(name, struct{}{})
+		g.Go(func() error {
+			defer running.Delete(name)
+			err := fn(gctx)
+			if err == nil && gctx.Err() == nil {
+				err = errors.New("stopped on its own")
 			}
-		}()
+			if err == nil || gctx.Err() != nil && errors.Is(err, context.Canceled) {
+				return nil
+			}
+			a.log.Error("role cannot continue: stopping the process", "role", name, "err", err)
+			return fmt.Errorf("%s: %w", name, err)
+		})
 	}
 	if a.cfg.MetricsListen != "" {
 		start("metrics", a.runMetrics)
 	}
+	start("health", a.health.Run)
 	if a.sim != nil {
 		start("sim", a.runSimServer)
 	}
@@ -213,14 +242,30 @@ func (a *App) Run(ctx context.Context) error {
 		start("gateway", a.runGateway)
 	}
 	a.log.Info("tradesvc running", "roles", a.cfg.Roles)
-	<-ctx.Done()
-	wg.Wait()
-	close(errs)
-	var all []error
-	for err := range errs {
-		all = append(all, err)
+	<-gctx.Done() // a signal, or a role that failed
+	a.log.Info("tradesvc stopping", "cause", context.Cause(gctx))
+	done := make(chan error, 1)
+	go func() { done <- g.Wait() }()
+	timer := time.NewTimer(a.cfg.ShutdownTimeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		var names []string
+		running.Range(func(k, _ any) bool {
+			names = append(names, k.(string))
+			return true
+		})
+		sort.Strings(names)
+		err := fmt.Errorf("roles %s still running %s after the stop began (--shutdown-timeout): abandoned",
+			strings.Join(names, ","), a.cfg.ShutdownTimeout)
+		a.log.Error("shutdown timed out", "roles", names, "timeout", a.cfg.ShutdownTimeout)
+		if cause := context.Cause(gctx); !errors.Is(cause, context.Canceled) {
+			err = errors.Join(cause, err)
+		}
+		return err
 	}
-	return errors.Join(all...)
 }
 
 // runSimServer exposes the simulator's port and admin API on SimListen (loopback HTTP,
@@ -240,6 +285,8 @@ func (a *App) runSimServer(ctx context.Context) error {
 func (a *App) runMetrics(ctx context.Context) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", a.metrics.Handler())
+	mux.Handle("/livez", a.health.Handler())
+	mux.Handle("/readyz", a.health.Handler())
 	return a.serveHTTP(ctx, "metrics", a.cfg.MetricsListen, mux, a.metricsAddr)
 }
 
@@ -252,14 +299,18 @@ func (a *App) serveHTTP(ctx context.Context, name, addr string, handler http.Han
 	}
 	bound <- ln.Addr().String()
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
+	shutdown := make(chan error, 1)
+	stop := context.AfterFunc(ctx, func() {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
 		defer cancel()
-		_ = srv.Shutdown(shutdownCtx)
-	}()
+		shutdown <- srv.Shutdown(shutdownCtx)
+	})
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		stop()
 		return fmt.Errorf("%s: %w", name, err)
+	}
+	if err := <-shutdown; err != nil {
+		return fmt.Errorf("%s shutdown: %w", name, err)
 	}
 	return nil
 }
@@ -287,16 +338,29 @@ func (a *App) SimAddr(ctx context.Context) (string, error) { return waitAddr(ctx
 // Sim returns the embedded simulator, nil when this process does not run it.
 func (a *App) Sim() *sim.Sim { return a.sim }
 
-// Close releases every resource.
-func (a *App) Close() {
+// Close releases every resource and returns what failed to close (the simulator's journal
+// not flushed, a producer that could not deliver what it held).
+func (a *App) Close() error {
+	var errs []error
+	closeWith := func(what string, c func() error) {
+		if err := c(); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", what, err))
+		}
+	}
+	if a.probe != nil {
+		closeWith("kafka probe", a.probe.Close)
+	}
+	if a.deadLetters != nil {
+		closeWith("dead-letter producer", a.deadLetters.Close)
+	}
 	if a.pub != nil {
-		_ = a.pub.Close()
+		closeWith("kafka publisher", a.pub.Close)
 	}
 	if a.sim != nil {
-		_ = a.sim.Close()
+		closeWith("simulator", a.sim.Close)
 	}
 	if a.ch != nil {
-		_ = a.ch.Close()
+		closeWith("clickhouse", a.ch.Close)
 	}
 	if a.rmPool != nil {
 		a.rmPool.Close()
@@ -304,4 +368,5 @@ func (a *App) Close() {
 	if a.pool != nil {
 		a.pool.Close()
 	}
+	return errors.Join(errs...)
 }

@@ -73,19 +73,7 @@ func (a *App) runGateway(ctx context.Context) error {
 		return fmt.Errorf("gateway listen %s: %w", a.cfg.Listen, err)
 	}
 	a.gatewayAddr <- ln.Addr().String()
-	tailErr := make(chan error, 1)
-	go func() { tailErr <- a.tailMarket(ctx, market) }()
-	feedErr := make(chan error, 1)
-	go func() { feedErr <- feed.Run(ctx) }()
-	go a.purgeRecords(ctx, records)
-	err = srv.Serve(ctx, ln)
-	if terr := <-tailErr; terr != nil && err == nil {
-		err = terr
-	}
-	if ferr := <-feedErr; ferr != nil && err == nil {
-		err = ferr
-	}
-	return err
+	return a.serveGateway(ctx, srv, ln, market, feed, records) // supervise.go
 }
 
 // serverTLS is the operator's certificate, or the local CA's one generated under RunDir/tls.

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -18,7 +19,7 @@ var projectionNames = []string{projections.ReferenceName, projections.MarketHist
 func ProjectionNames() string { return strings.Join(projectionNames, ", ") }
 
 // Replay rebuilds projection name from the log (see projections.Replay).
-func Replay(ctx context.Context, cfg config.Config, log *slog.Logger, name string) (int, error) {
+func Replay(ctx context.Context, cfg config.Config, log *slog.Logger, name string) (n int, err error) {
 	if !slices.Contains(projectionNames, name) {
 		return 0, fmt.Errorf("unknown projection %q (want one of %s)", name, ProjectionNames())
 	}
@@ -27,7 +28,7 @@ func Replay(ctx context.Context, cfg config.Config, log *slog.Logger, name strin
 	if err != nil {
 		return 0, err
 	}
-	defer a.Close()
+	defer func() { err = errors.Join(err, a.Close()) }()
 	set, err := a.projectionSet(nil)
 	if err != nil {
 		return 0, err

@@ -36,7 +36,7 @@ func (a *App) runExecutor(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer outPub.Close()
+	defer a.closeLogged(log, "outcome publisher", outPub.Close)
 	appender, err := kafka.NewAppender(outPub, "executor/"+instance, a.now)
 	if err != nil {
 		return err
@@ -45,12 +45,13 @@ func (a *App) runExecutor(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer relayPub.Close()
+	defer a.closeLogged(log, "relay publisher", relayPub.Close)
 	relayAppender, err := kafka.NewAppender(relayPub, "executor/"+instance, a.now)
 	if err != nil {
 		return err
 	}
-	relay, err := executor.NewRelay(executor.RelayConfig{OnAppended: a.metrics.RelayAppended}, a.port,
+	relay, err := executor.NewRelay(executor.RelayConfig{OnAppended: a.metrics.RelayAppended,
+		OnError: func(loop string, err error) { a.exec.relayFailed(a.now(), loop, err) }}, a.port,
 		relayAppender, cursors, log, a.now)
 	if err != nil {
 		return err
@@ -58,30 +59,34 @@ func (a *App) runExecutor(ctx context.Context) error {
 	exec, err := executor.NewExecutor(executor.ExecutorConfig{Brokers: a.cfg.KafkaBrokers,
 		Group: a.cfg.TopicPrefix + executor.ExecutorGroup, Topic: a.kcfg.Topic(events.TopicCommands().Name),
 		Sarama: a.kcfg.ConsumerConfig(), Port: a.port, Out: appender, Pool: a.pool, Now: a.now, Logger: log,
-		DispatchWindow: a.cfg.DispatchWindow})
+		DispatchWindow: a.cfg.DispatchWindow, DeadLetter: a.deadLetters, Observer: a.consumerObserver(consumerExecutor)})
 	if err != nil {
 		return err
 	}
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
+	g.Go(untilDone(ctx, "heartbeat", func(ctx context.Context) error {
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
 		for {
-			if err := a.switches.Heartbeat(ctx, instance); err != nil && ctx.Err() == nil {
-				log.Warn("heartbeat", "err", err)
+			err := a.switches.Heartbeat(ctx, instance)
+			if ctx.Err() != nil {
+				return nil
+			}
+			a.exec.heartbeat(a.now(), err)
+			if err != nil {
+				// The gateways answer -5015 once no heartbeat lands for ExecutorTimeout;
+				// readiness says so sooner (executorReport).
+				log.Error("executor heartbeat not recorded", "err", err)
 			}
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-time.After(heartbeatEvery):
+			case <-t.C:
 			}
 		}
-	})
-	g.Go(func() error { return relay.Run(ctx) })
-	g.Go(func() error {
-		if err := exec.Run(ctx); err != nil {
-			return fmt.Errorf("executor: %w", err)
-		}
-		return nil
-	})
+	}))
+	g.Go(untilDone(ctx, "relay", relay.Run))
+	g.Go(untilDone(ctx, "command consumer", exec.Run))
 	return g.Wait()
 }
 
@@ -111,29 +116,26 @@ func (a *App) projectionSet(onReferenceChange func()) (map[string]projections.Pr
 	}, nil
 }
 
-// runProjector runs every projection in its own consumer group.
+// runProjector runs every projection in its own consumer group, under one errgroup: a
+// projection that cannot go on (it returns) stops the role.
 func (a *App) runProjector(ctx context.Context) error {
 	set, err := a.projectionSet(a.invalidateReference)
 	if err != nil {
 		return err
 	}
 	src := a.projectionSource()
-	errs := make(chan error, len(set))
+	g, ctx := errgroup.WithContext(ctx)
 	for name, p := range set {
-		go func() { errs <- projections.Run(ctx, src, name, p) }()
+		g.Go(untilDone(ctx, name, func(ctx context.Context) error { return projections.Run(ctx, src, name, p) }))
 	}
-	var first error
-	for range set {
-		if err := <-errs; err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
+	return g.Wait()
 }
 
+// projectionSource is where projections read, and where they park what they cannot apply.
 func (a *App) projectionSource() projections.Source {
 	return projections.Source{Brokers: a.cfg.KafkaBrokers, TopicPrefix: a.cfg.TopicPrefix,
-		Sarama: a.kcfg.ConsumerConfig(), Logger: a.log.With("role", "projector"), OnBatch: a.metrics.ProjectionBatch}
+		Sarama: a.kcfg.ConsumerConfig(), Logger: a.log.With("role", "projector"), DeadLetter: a.deadLetters,
+		PoisonAttempts: a.cfg.Health.PoisonAttempts, Observe: a.consumerObserver}
 }
 
 // invalidateReference tells this process's symbol cache that reference data changed.
@@ -143,8 +145,12 @@ func (a *App) invalidateReference() {
 	}
 }
 
-// tailMarket feeds the in-memory market projection from the tick topic.
+// tailMarket feeds the in-memory market projection from the tick topic, reconnecting with
+// backoff whenever it loses it (readiness shows the tail's state and the quotes' age).
 func (a *App) tailMarket(ctx context.Context, market *projections.Market) error {
 	return batch.Tail(ctx, batch.TailConfig{Brokers: a.cfg.KafkaBrokers, Topic: a.kcfg.Topic(events.TopicTicks().Name),
-		Backfill: 200, Sarama: a.kcfg.ConsumerConfig()}, market.Handle)
+		Backfill: 200, Sarama: a.kcfg.ConsumerConfig(), Logger: a.log.With("role", "gateway", "component", "tick tail"),
+		OnState:       func(err error) { a.gw.tailState(err, a.now()) },
+		OnUndecodable: func(topic string, _ int32, _ int64, _ error) { a.metrics.TailUndecodable(topic) }},
+		market.Handle)
 }

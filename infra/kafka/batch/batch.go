@@ -4,6 +4,10 @@
 // per partition at a time, which rules out batched writes to Postgres and ClickHouse with
 // at-least-once delivery; projections use it, publishers and per-message consumers use
 // watermill.
+//
+// Nothing is skipped silently: a message that cannot be decoded, or that fails the same way
+// again and again while its store is reachable, is parked in a dead-letter topic with its
+// error (poison.go), and only then does the consumer move past it.
 package batch
 
 import (
@@ -26,11 +30,13 @@ type Message struct {
 	Envelope  events.Envelope
 	// Event is the decoded payload, nil when this build does not know the type (skip it).
 	Event events.Event
+
+	raw *sarama.ConsumerMessage // for parking: the original key, bytes and headers
 }
 
 // Handler applies one batch of one partition, in offset order. It must be idempotent:
 // after a crash the batch may come again. An error retries the same batch after a pause;
-// offsets never move past a batch that was not applied.
+// offsets never move past a batch that was not applied (or parked, see Config.DeadLetter).
 type Handler func(ctx context.Context, batch []Message) error
 
 // Config of a batch consumer.
@@ -51,8 +57,24 @@ type Config struct {
 	Sarama *sarama.Config
 	// Logger receives retry and decode problems.
 	Logger *slog.Logger
-	// OnBatch, when set, is told of every applied batch and every failed attempt (metrics).
-	OnBatch func(topic string, partition int32, events int, lastOffset int64, err error)
+
+	// DeadLetter parks what can never be applied. Without it an undecodable message or a
+	// poison batch stops the consumer with an error (nothing is ever skipped unseen).
+	DeadLetter DeadLetterer
+	// MaxAttempts is how many times in a row a batch may fail the same way (same error
+	// text, not Transient, Healthy answering) before its messages are applied one by one
+	// and the one that keeps failing is parked. Zero never parks a failing batch: it is
+	// retried until it applies (the executor: a command is never parked for a handler error).
+	MaxAttempts int
+	// Transient reports errors that mean "a dependency is unavailable", which are retried
+	// forever and never make a message poison. Network and context errors always are.
+	Transient func(error) bool
+	// Healthy, when set, is asked before a message is parked: while it fails (the store is
+	// down) the failure is an outage, retried, not a poison message.
+	Healthy func(context.Context) error
+	// Observer is told of claims, applied and failed batches and parked messages (health
+	// and metrics); nil observes nothing.
+	Observer Observer
 }
 
 // Validate reports every problem at once.
@@ -70,13 +92,22 @@ func (c Config) Validate() error {
 	if c.Sarama == nil {
 		errs = append(errs, errors.New("batch: no sarama config"))
 	}
+	if c.MaxAttempts < 0 {
+		errs = append(errs, errors.New("batch: negative MaxAttempts"))
+	}
+	if c.MaxAttempts > 0 && c.DeadLetter == nil {
+		errs = append(errs, errors.New("batch: MaxAttempts needs a DeadLetter to park in"))
+	}
 	return errors.Join(errs...)
 }
 
 // NoWait is the MaxWait of a consumer that never waits for a batch to fill.
 const NoWait time.Duration = -1
 
-// Run consumes until ctx ends. It returns nil on cancellation.
+// Run consumes until ctx ends, reconnecting with backoff whenever the group cannot be
+// joined or a session fails (Kafka down, a rebalance error). It returns nil on
+// cancellation, and an error only for a bad configuration or a message it may not skip
+// (undecodable or poison without a DeadLetter).
 func Run(ctx context.Context, cfg Config, handle Handler) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -90,6 +121,9 @@ func Run(ctx context.Context, cfg Config, handle Handler) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
 	sc := *cfg.Sarama
 	sc.Consumer.Offsets.Initial = sarama.OffsetOldest
 	sc.Consumer.Offsets.AutoCommit.Enable = true
@@ -98,32 +132,68 @@ func Run(ctx context.Context, cfg Config, handle Handler) error {
 	if sc.Consumer.MaxWaitTime > 100*time.Millisecond || sc.Consumer.MaxWaitTime == 0 {
 		sc.Consumer.MaxWaitTime = 100 * time.Millisecond
 	}
-	group, err := sarama.NewConsumerGroup(cfg.Brokers, cfg.Group, &sc)
-	if err != nil {
-		return fmt.Errorf("batch: consumer group %s: %w", cfg.Group, err)
-	}
-	defer group.Close()
-	go func() {
-		for err := range group.Errors() {
-			cfg.Logger.Warn("kafka consumer group error", "group", cfg.Group, "err", err)
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	gh := &groupHandler{cfg: cfg, handle: handle, fatal: stop}
+	for attempt := 1; ctx.Err() == nil; attempt++ {
+		group, err := sarama.NewConsumerGroup(cfg.Brokers, cfg.Group, &sc)
+		if err != nil {
+			cfg.Logger.Warn("kafka consumer group cannot start; retrying", "group", cfg.Group, "attempt", attempt, "err", err)
+			cfg.Observer.Disconnected(fmt.Errorf("join consumer group %s: %w", cfg.Group, err))
+			sleep(ctx, backoff(attempt))
+			continue
 		}
-	}()
-	gh := &groupHandler{cfg: cfg, handle: handle}
-	for ctx.Err() == nil {
-		if err := group.Consume(ctx, cfg.Topics, gh); err != nil {
-			if errors.Is(err, sarama.ErrClosedConsumerGroup) || ctx.Err() != nil {
-				break
+		errsDone := make(chan struct{})
+		go func() {
+			defer close(errsDone)
+			for err := range group.Errors() { // closed by group.Close
+				cfg.Logger.Warn("kafka consumer group error", "group", cfg.Group, "err", err)
 			}
-			cfg.Logger.Warn("kafka consume", "group", cfg.Group, "err", err)
-			sleep(ctx, time.Second)
+		}()
+		if consume(ctx, cfg, group, gh) {
+			attempt = 0
 		}
+		if err := group.Close(); err != nil {
+			cfg.Logger.Warn("kafka consumer group close", "group", cfg.Group, "err", err)
+		}
+		<-errsDone
+		if ctx.Err() == nil {
+			sleep(ctx, backoff(attempt+1))
+		}
+	}
+	if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("batch: consumer %s stopped: %w", cfg.Group, err)
 	}
 	return nil
+}
+
+// consume runs sessions of one consumer group until ctx ends or sessions keep failing (then
+// Run starts over with a new group: fresh connections). It reports whether a session ran.
+func consume(ctx context.Context, cfg Config, group sarama.ConsumerGroup, gh *groupHandler) (ran bool) {
+	for attempt := 1; ctx.Err() == nil; attempt++ {
+		err := group.Consume(ctx, cfg.Topics, gh)
+		if ctx.Err() != nil || errors.Is(err, sarama.ErrClosedConsumerGroup) {
+			return ran
+		}
+		if err == nil {
+			ran, attempt = true, 0 // a rebalance ended the session: join again at once
+			continue
+		}
+		cfg.Logger.Warn("kafka consume failed; retrying", "group", cfg.Group, "attempt", attempt, "err", err)
+		cfg.Observer.Disconnected(fmt.Errorf("consume %s: %w", cfg.Group, err))
+		if attempt >= 3 {
+			return ran
+		}
+		sleep(ctx, backoff(attempt))
+	}
+	return ran
 }
 
 type groupHandler struct {
 	cfg    Config
 	handle Handler
+	// fatal stops Run for good: a message that may not be skipped and cannot be parked.
+	fatal context.CancelCauseFunc
 }
 
 func (*groupHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
@@ -131,6 +201,9 @@ func (*groupHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 
 func (g *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	ctx := sess.Context()
+	topic, part := claim.Topic(), claim.Partition()
+	g.cfg.Observer.Claimed(topic, part, claim.InitialOffset(), claim.HighWaterMarkOffset())
+	defer g.cfg.Observer.Released(topic, part)
 	in := claim.Messages()
 	for {
 		var raw []*sarama.ConsumerMessage
@@ -147,25 +220,18 @@ func (g *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 		if raw, ok = g.fill(ctx, in, raw); !ok {
 			return nil
 		}
-		msgs := g.decode(raw)
-		for attempt := 1; len(msgs) > 0; attempt++ { // a batch of nothing readable only moves the offset
-			err := g.handle(ctx, msgs)
-			if g.cfg.OnBatch != nil && ctx.Err() == nil {
-				g.cfg.OnBatch(claim.Topic(), claim.Partition(), len(msgs), raw[len(raw)-1].Offset, err)
-			}
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				return nil // not marked: the next owner of the partition applies it again
-			}
-			g.cfg.Logger.Error("projection batch failed; retrying", "group", g.cfg.Group,
-				"topic", claim.Topic(), "partition", claim.Partition(), "attempt", attempt, "err", err)
-			sleep(ctx, backoff(attempt))
+		msgs, ok := g.decodeOrPark(ctx, raw)
+		if !ok {
+			return nil // not marked: the next owner of the partition reads it again
 		}
-		g.cfg.Logger.Debug("batch applied", "group", g.cfg.Group, "topic", claim.Topic(), "partition", claim.Partition(),
-			"messages", len(raw), "events", len(msgs), "lastOffset", raw[len(raw)-1].Offset)
-		sess.MarkMessage(raw[len(raw)-1], "")
+		if !g.apply(ctx, claim, msgs) {
+			return nil
+		}
+		last := raw[len(raw)-1]
+		g.cfg.Logger.Debug("batch applied", "group", g.cfg.Group, "topic", topic, "partition", part,
+			"messages", len(raw), "events", len(msgs), "lastOffset", last.Offset)
+		sess.MarkMessage(last, "")
+		g.cfg.Observer.Applied(topic, part, len(msgs), last.Offset, last.Timestamp, claim.HighWaterMarkOffset())
 	}
 }
 
@@ -204,28 +270,22 @@ func (g *groupHandler) fill(ctx context.Context, in <-chan *sarama.ConsumerMessa
 	return raw, true
 }
 
-func (g *groupHandler) decode(raw []*sarama.ConsumerMessage) []Message {
-	out := make([]Message, 0, len(raw))
-	for _, m := range raw {
-		msg := Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset}
-		env, err := events.UnmarshalEnvelope(m.Value)
-		if err != nil {
-			g.cfg.Logger.Error("undecodable message skipped", "topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "err", err)
-			continue
-		}
-		msg.Envelope = env
-		ev, err := events.Decode(env)
-		if err != nil && !errors.Is(err, events.ErrUnknownType) {
-			g.cfg.Logger.Error("undecodable event skipped", "type", env.Type, "id", env.ID, "err", err)
-			continue
-		}
-		msg.Event = ev
-		out = append(out, msg)
+// Decode reads one message as a consumer does: its envelope and, when this build knows the
+// type, its event (`tradesvc dlq replay` decodes parked messages with it).
+func Decode(m *sarama.ConsumerMessage) (Message, error) {
+	msg := Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, raw: m}
+	env, err := events.UnmarshalEnvelope(m.Value)
+	if err != nil {
+		return msg, fmt.Errorf("not an event envelope: %w", err)
 	}
-	return out
+	msg.Envelope = env
+	ev, err := events.Decode(env)
+	if err != nil && !errors.Is(err, events.ErrUnknownType) {
+		return msg, fmt.Errorf("undecodable %s %s: %w", env.Type, env.ID, err)
+	}
+	msg.Event = ev
+	return msg, nil
 }
-
-func defaultLogger() *slog.Logger { return slog.Default() }
 
 func backoff(attempt int) time.Duration {
 	d := time.Duration(attempt) * 200 * time.Millisecond

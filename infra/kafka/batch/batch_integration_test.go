@@ -28,13 +28,37 @@ type btEnv struct {
 	kcfg  kafka.Config
 	topic events.Topic
 	pub   *kafka.Publisher
+	dlq   *dlqRecorder
+}
+
+// dlqRecorder is a DeadLetterer that keeps what was parked.
+type dlqRecorder struct {
+	mu     sync.Mutex
+	parked []batch.Parked
+}
+
+func (d *dlqRecorder) Park(_ context.Context, p batch.Parked) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.parked = append(d.parked, p)
+	return nil
+}
+
+func (d *dlqRecorder) snapshot() []batch.Parked {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]batch.Parked(nil), d.parked...)
+}
+
+func ensure(e *btEnv) error {
+	return kafka.EnsureTopics(e.ctx, e.kcfg, []events.Topic{e.topic})
 }
 
 func btSetup(t *testing.T, partitions int32) *btEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	e := &btEnv{t: t, ctx: ctx, topic: events.Topic{Name: "batchtest.v1", Partitions: partitions, KeyedBy: "symbol", RetentionMs: -1}}
+	e := &btEnv{t: t, ctx: ctx, dlq: &dlqRecorder{}, topic: events.Topic{Name: "batchtest.v1", Partitions: partitions, KeyedBy: "symbol", RetentionMs: -1}}
 	e.kcfg = kafka.Config{Brokers: testenv.Brokers(t), TopicPrefix: testenv.TopicPrefix(t), ClientID: "batch-test"}
 	if err := kafka.EnsureTopics(ctx, e.kcfg, []events.Topic{e.topic}); err != nil {
 		t.Fatal(err)
@@ -88,7 +112,7 @@ func (e *btEnv) publish(msgs ...rawMsg) {
 func (e *btEnv) runConfig(maxBatch int) batch.Config {
 	return batch.Config{Brokers: e.kcfg.Brokers, Group: e.kcfg.Topic("batchtest-projection"),
 		Topics: []string{e.kcfg.Topic(e.topic.Name)}, MaxBatch: maxBatch, MaxWait: 20 * time.Millisecond,
-		Sarama: e.kcfg.ConsumerConfig(), Logger: testenv.Logger()}
+		Sarama: e.kcfg.ConsumerConfig(), Logger: testenv.Logger(), DeadLetter: e.dlq}
 }
 
 // run starts batch.Run; the returned function cancels it and waits until it has returned.
@@ -221,8 +245,9 @@ func (p *projection) delivered() int {
 // A failed batch is retried (the same messages come again, from the same offset), nothing
 // after it is skipped; a consumer cancelled mid-way and a new one in the same group together
 // apply every event exactly once in per-key order; an unknown event type arrives with Event
-// nil, and a message that is not an envelope is skipped without stopping the consumer.
-func TestRunRetriesResumesAndSkipsWhatItCannotRead(t *testing.T) {
+// nil, and a message that is not an envelope is parked in the dead-letter topic, with its
+// bytes and error, without stopping the consumer.
+func TestRunRetriesResumesAndParksWhatItCannotRead(t *testing.T) {
 	e := btSetup(t, 4)
 	p := newProjection(t, e.ctx)
 	const keys, perKey = 8, 30
@@ -371,6 +396,17 @@ func TestRunRetriesResumesAndSkipsWhatItCannotRead(t *testing.T) {
 			if m.Partition == garbage.Partition && m.Offset == garbage.Offset-1 {
 				t.Errorf("the non-envelope message at %d/%d was handed over: %+v", m.Partition, m.Offset, m)
 			}
+		}
+	}
+	// It was parked, with where it came from and why.
+	parked := e.dlq.snapshot()
+	if len(parked) == 0 {
+		t.Fatal("the non-envelope message was not parked")
+	}
+	for _, pk := range parked {
+		if pk.Partition != garbage.Partition || pk.Offset != garbage.Offset-1 || string(pk.Value) != "this is not an envelope" ||
+			string(pk.Key) != key(5) || pk.Group != cfg.Group || pk.Topic != e.kcfg.Topic(e.topic.Name) || pk.Err == nil || pk.Attempts != 0 {
+			t.Errorf("parked %+v (err %v), want the non-envelope message of %s/%d offset %d", pk, pk.Err, garbage.Topic, garbage.Partition, garbage.Offset-1)
 		}
 	}
 }

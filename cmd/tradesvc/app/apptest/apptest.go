@@ -114,7 +114,9 @@ func (p *Process) Stop(t testing.TB) {
 		case <-time.After(30 * time.Second):
 			t.Errorf("service did not stop within 30s")
 		}
-		p.App.Close()
+		if err := p.App.Close(); err != nil {
+			t.Errorf("service closed with errors: %v", err)
+		}
 	})
 }
 
