@@ -28,6 +28,7 @@ commands:
   admin trading --on | --off                       the trading switch (-1017 while off)
   sim quote|feed|deposit|account|fault|logins ...  drive the trade-server simulator
   replay --projection NAME                         rebuild one read model from the Kafka log
+  dlq list [--all] | dlq replay [--projection NAME] events parked in dead-letter topics; re-apply them
   call METHOD PATH [name=value ...]                one REST request with the key of .run/env, signed when needed
 
 Every command also takes the configuration flags (see 'tradesvc serve --help') or their
@@ -64,6 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return simCommand(ctx, rest, stdout, stderr)
 	case "replay":
 		err = replay(ctx, rest, stdout, stderr)
+	case "dlq":
+		err = dlqCommand(ctx, rest, stdout, stderr)
 	case "call":
 		return callCommand(ctx, rest, stdout, stderr)
 	default:

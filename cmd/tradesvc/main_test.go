@@ -97,6 +97,9 @@ func TestBadUsageFailsOnStderrWithNothingOnStdout(t *testing.T) {
 		{"admin", "trading", "--on", "--off"},
 		{"replay"},
 		{"replay", "--projection", "nope"},
+		{"dlq"},
+		{"dlq", "frobnicate"},
+		{"dlq", "replay", "--projection", "nope"},
 		{"serve", "--roles", "gateway,bogus"},
 	} {
 		code, out, errOut := cli(t, args...)
