@@ -66,19 +66,25 @@ func (h *latencyHist) pct(p float64) (float64, int64) {
 }
 
 // tickTime reads T, the tick's creation time (Unix ms), from a combined @tick frame: the
-// last field of the payload, found without decoding the frame (the clients share the CPU
-// with the service).
+// payload's last field, read backwards from the end without decoding the frame (the clients
+// share the CPU with the service).
 func tickTime(frame []byte) (int64, bool) {
-	i := bytes.LastIndex(frame, []byte(`"T":`))
-	if i < 0 {
+	j := len(frame)
+	for j > 0 && frame[j-1] == '}' {
+		j--
+	}
+	i := j
+	for i > 0 && frame[i-1] >= '0' && frame[i-1] <= '9' {
+		i--
+	}
+	if i == j || i < 4 || string(frame[i-4:i]) != `"T":` {
 		return 0, false
 	}
 	var t int64
-	j := i + 4
-	for ; j < len(frame) && frame[j] >= '0' && frame[j] <= '9'; j++ {
-		t = t*10 + int64(frame[j]-'0')
+	for _, c := range frame[i:j] {
+		t = t*10 + int64(c-'0')
 	}
-	return t, j > i+4
+	return t, true
 }
 
 // readFrame reads the next message into buf (grown as needed), without the allocation per

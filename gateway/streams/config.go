@@ -40,6 +40,12 @@ type Config struct {
 	// WriteTimeout bounds one write to a client; a client that accepts nothing for this long
 	// is dropped (default 10 s).
 	WriteTimeout time.Duration
+	// Coalesce is the least time between two data writes to one connection (default 2 ms):
+	// a frame that follows the previous write sooner waits that long and goes out in one
+	// write with whatever arrived meanwhile. A quiet connection gets each frame at once; a
+	// busy one gets a batch every Coalesce, which bounds its writes (system calls, TLS
+	// records, wake-ups) however fast its streams are. Negative turns it off.
+	Coalesce time.Duration
 	// CloseGrace is how long a closing connection waits for the client's close frame before
 	// the socket is closed (default 2 s).
 	CloseGrace time.Duration
@@ -80,6 +86,7 @@ func (c Config) WithDefaults() Config {
 	setDur(&c.Lifetime, 24*time.Hour)
 	setDur(&c.WriteTimeout, 10*time.Second)
 	setDur(&c.CloseGrace, 2*time.Second)
+	setDur(&c.Coalesce, 2*time.Millisecond)
 	setDur(&c.SymbolRefresh, 10*time.Second)
 	setDur(&c.ListenKeyLifetime, 60*time.Minute)
 	setDur(&c.UserRecheck, 5*time.Second)

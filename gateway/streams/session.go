@@ -75,6 +75,7 @@ type session struct {
 	lastPong    atomic.Int64 // unix nanos of the last pong answering our ping
 	rate        rateWindow   // reader goroutine only
 
+	lastWrite  time.Time // of data, by the writer
 	writerDone chan struct{}
 }
 
@@ -270,9 +271,13 @@ func (s *session) writeLoop() {
 	}
 }
 
-// flush writes first and whatever else is queued (frames, then a user stream's pending
+// flush writes first and whatever else is queued (once Coalesce has passed since the last
+// data write: a busy connection's frames go out in batches) (frames, then a user stream's pending
 // changes), up to maxBatch bytes, in one write.
 func (s *session) flush(first []byte) bool {
+	if wait := s.cfg.Coalesce - time.Since(s.lastWrite); wait > 0 {
+		time.Sleep(wait)
+	}
 	bp := getBatch()
 	b := append((*bp)[:0], first...)
 	for len(b) < maxBatch {
@@ -297,6 +302,7 @@ func (s *session) flush(first []byte) bool {
 	}
 	ok := s.writeRaw(b, s.cfg.WriteTimeout)
 	putBatch(bp, b)
+	s.lastWrite = time.Now()
 	return ok
 }
 
