@@ -14,19 +14,14 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/gofiber/fiber/v2"
-	"go.uber.org/goleak"
 
 	"tradesvc/events/dec"
+	"tradesvc/infra/leakcheck"
 	"tradesvc/query"
 )
 
-// TestMain fails the package on leaked goroutines. fasthttp keeps two of its own: the worker
-// pool's cleaner (sleeps up to 10 s after the server stops) and the process-wide date updater.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"))
-}
+// TestMain fails the package's tests when they leave a goroutine running.
+func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 // fakeSymbols is the symbol read model of the package tests.
 type fakeSymbols map[string]int32
