@@ -14,7 +14,7 @@ import (
 
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
 	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	_ = level.UnmarshalText([]byte(cfg.LogLevel)) // config.Validate admits only the four names it reads
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
 }
 

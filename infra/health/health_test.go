@@ -1,0 +1,198 @@
+package health_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tradesvc/infra/health"
+	"tradesvc/infra/kafka/batch"
+	"tradesvc/infra/leakcheck"
+	"tradesvc/infra/testenv"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
+
+// sink records what the monitor mirrors as metrics.
+type sink struct {
+	mu    sync.Mutex
+	ready map[string]bool
+	up    map[string]bool
+}
+
+func (s *sink) SetReady(role string, ready bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ready[role] = ready
+}
+
+func (s *sink) SetDependencyUp(name string, up bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.up[name] = up
+}
+
+func get(t *testing.T, h http.Handler, path string, v any) int {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	if err := json.Unmarshal(rec.Body.Bytes(), v); err != nil {
+		t.Fatalf("GET %s: %v in %s", path, err, rec.Body.String())
+	}
+	return rec.Code
+}
+
+// /readyz is 503 before the first round and whenever a dependency or a role fails, with the
+// reasons named; 200 when everything answers. /livez is 200 while rounds run, 503 once the
+// loop stopped for longer than three intervals.
+func TestMonitorReadyzAndLivez(t *testing.T) {
+	clk := testenv.NewClock(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
+	sk := &sink{ready: map[string]bool{}, up: map[string]bool{}}
+	m, err := health.New(health.Config{Interval: time.Second, Now: clk.Now, Sink: sk, Logger: testenv.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var dbErr error
+	var quotesStale bool
+	m.AddDependency("postgres", func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return dbErr
+	})
+	m.AddRole("gateway", func(time.Time) health.RoleReport {
+		mu.Lock()
+		defer mu.Unlock()
+		if quotesStale {
+			return health.RoleReport{Reasons: []string{"quotes are stale"}}
+		}
+		return health.RoleReport{Ready: true, Details: map[string]int{"quotes": 3}}
+	})
+	h := m.Handler()
+	var r health.Report
+	if code := get(t, h, "/readyz", &r); code != http.StatusServiceUnavailable || r.Ready {
+		t.Fatalf("before the first round: %d %+v", code, r)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer stop()
+	waitRound := func(after time.Time) health.Report {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r := m.Report()
+			if !r.CheckedAt.Before(after) && len(r.Dependencies) > 0 {
+				return r
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no round of probes")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitRound(clk.Now())
+	if code := get(t, h, "/readyz", &r); code != http.StatusOK || !r.Ready || !r.Dependencies["postgres"].OK || !r.Roles["gateway"].Ready {
+		t.Fatalf("all up: %d %+v", code, r)
+	}
+
+	mu.Lock()
+	dbErr, quotesStale = errors.New("connection refused"), true
+	mu.Unlock()
+	clk.Add(time.Second)
+	r = waitRound(clk.Now())
+	if code := get(t, h, "/readyz", &r); code != http.StatusServiceUnavailable || r.Ready {
+		t.Fatalf("postgres down and quotes stale: %d %+v", code, r)
+	}
+	joined := strings.Join(r.Reasons, "; ")
+	if !strings.Contains(joined, "postgres unreachable: connection refused") || !strings.Contains(joined, "gateway: quotes are stale") {
+		t.Errorf("reasons %q do not name both failures", joined)
+	}
+	if r.Dependencies["postgres"].Error != "connection refused" {
+		t.Errorf("postgres dependency %+v", r.Dependencies["postgres"])
+	}
+	sk.mu.Lock()
+	if sk.up["postgres"] || sk.ready["gateway"] {
+		t.Errorf("metrics sink: up %v ready %v, want postgres down and the gateway not ready", sk.up, sk.ready)
+	}
+	sk.mu.Unlock()
+
+	var live struct {
+		Live bool `json:"live"`
+	}
+	if code := get(t, h, "/livez", &live); code != http.StatusOK || !live.Live {
+		t.Fatalf("/livez while rounds run: %d %+v", code, live)
+	}
+	stop()
+	clk.Add(10 * time.Second) // the loop is stopped: no round for longer than three intervals
+	if code := get(t, h, "/livez", &live); code != http.StatusServiceUnavailable || live.Live {
+		t.Fatalf("/livez with the loop stopped: %d %+v", code, live)
+	}
+}
+
+// A consumer's lag is the distance from what it applied to the partition's end; it is
+// stuck once it is behind (or failing) with nothing applied for longer than the stall
+// bound, and no longer once it applies again. Parked messages are counted.
+func TestConsumersLagStuckAndParked(t *testing.T) {
+	clk := testenv.NewClock(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
+	var parked []string
+	c := health.NewConsumers(clk.Now, func(consumer, topic string) { parked = append(parked, consumer+" "+topic) })
+	o := c.Observer("projection.trading")
+	o.Claimed("t", 0, 10, 10)
+	o.Claimed("t", 1, -2, 0) // a new group: "oldest", not known yet
+	st := c.Status(clk.Now(), 30*time.Second)["projection.trading"]
+	if st.Partitions != 2 || st.LagEvents != 0 || st.Stuck {
+		t.Fatalf("caught up: %+v", st)
+	}
+	logged := clk.Now()
+	o.Applied("t", 0, 5, 14, logged, 20) // applied up to 14; the end is 20
+	clk.Add(10 * time.Second)
+	st = c.Status(clk.Now(), 30*time.Second)["projection.trading"]
+	if st.LagEvents != 5 || st.LagSeconds != 10 || st.Stuck {
+		t.Fatalf("behind by 5 for 10 s: %+v", st)
+	}
+	c.SetHighWater("t", 0, 25) // the Kafka probe sees the topic grow
+	o.Failed("t", 0, 1, errors.New("deadlock detected"))
+	clk.Add(31 * time.Second)
+	st = c.Status(clk.Now(), 30*time.Second)["projection.trading"]
+	if st.LagEvents != 10 || !st.Failing || !st.Stuck || !strings.Contains(st.StuckBecause, "deadlock detected") {
+		t.Fatalf("failing and behind for 31 s: %+v", st)
+	}
+	o.Applied("t", 0, 10, 24, clk.Now(), 25)
+	st = c.Status(clk.Now(), 30*time.Second)["projection.trading"]
+	if st.LagEvents != 0 || st.Failing || st.Stuck {
+		t.Fatalf("after applying again: %+v", st)
+	}
+	o.Parked(batch.Parked{Topic: "t", Partition: 0, Offset: 25, Err: errors.New("poison")})
+	st = c.Status(clk.Now(), 30*time.Second)["projection.trading"]
+	if st.Parked != 1 || !strings.Contains(st.LastParked, "offset 25: poison") || len(parked) != 1 || parked[0] != "projection.trading t" {
+		t.Fatalf("after parking: %+v, sink %v", st, parked)
+	}
+	o.Disconnected(errors.New("kafka: client has run out of available brokers"))
+	clk.Add(31 * time.Second)
+	if st = c.Status(clk.Now(), 30*time.Second)["projection.trading"]; !st.Stuck || st.Disconnected == "" {
+		t.Fatalf("disconnected for 31 s: %+v", st)
+	}
+	o.Released("t", 0)
+	o.Released("t", 1)
+	if got := c.Partitions(); len(got) != 0 {
+		t.Fatalf("partitions after release: %v", got)
+	}
+}
