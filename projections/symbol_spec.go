@@ -27,12 +27,13 @@ func SymbolSpecFromEvent(e *events.SymbolSpecified) query.SymbolSpec {
 	for _, m := range e.OrderModes {
 		sp.OrderModes = append(sp.OrderModes, query.OrderMode(m))
 	}
+	days := query.Weekdays()
 	for day, sessions := range e.Sessions {
 		list := make([]query.Session, 0, len(sessions))
 		for _, s := range sessions {
 			list = append(list, query.Session{Open: s.Open, Close: s.Close})
 		}
-		sp.Sessions[query.Weekdays[day]] = list
+		sp.Sessions[days[day]] = list
 	}
 	return sp
 }

@@ -86,8 +86,9 @@ func (h ExchangeInfoHandler) Handle(ctx context.Context, q ExchangeInfoQuery) (E
 
 // toSymbolInfo renders a specification; every weekday key is present, empty days as [].
 func toSymbolInfo(s SymbolSpec) SymbolInfo {
-	sessions := make(map[Weekday][]Session, len(Weekdays))
-	for _, d := range Weekdays {
+	days := Weekdays()
+	sessions := make(map[Weekday][]Session, len(days))
+	for _, d := range days {
 		ss := s.Sessions[d]
 		if ss == nil {
 			ss = []Session{}

@@ -25,8 +25,10 @@ type (
 	Weekday string
 )
 
-// Weekdays in the order the wire lists sessions.
-var Weekdays = []Weekday{"SUNDAY", "MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY"}
+// Weekdays in the order the wire lists sessions (a new slice on every call).
+func Weekdays() []Weekday {
+	return []Weekday{"SUNDAY", "MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY"}
+}
 
 // Session is one trading session of a day, HH:MM in the server zone.
 type Session struct {

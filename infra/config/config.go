@@ -22,8 +22,8 @@ const (
 	RoleSim       = "sim"
 )
 
-// AllRoles is the default: everything in one process.
-var AllRoles = []string{RoleGateway, RoleExecutor, RoleProjector, RoleSim}
+// AllRoles is the default: everything in one process (a new slice on every call).
+func AllRoles() []string { return []string{RoleGateway, RoleExecutor, RoleProjector, RoleSim} }
 
 // Config holds every setting of tradesvc.
 type Config struct {
@@ -101,7 +101,7 @@ func (c *Config) settings(raw map[string]*string) []setting {
 		s("tls-key", "", "server key PEM (default: generated under run-dir/tls)"),
 		s("master-key", "", "master key encrypting API secrets: 64 hex digits or base64 (default: the master key file)"),
 		s("master-key-file", "", "file with the key that encrypts API secrets (default run-dir/master.key)"),
-		s("roles", strings.Join(AllRoles, ","), "roles to run: gateway,executor,projector,sim"),
+		s("roles", strings.Join(AllRoles(), ","), "roles to run: gateway,executor,projector,sim"),
 		s("metrics-listen", "127.0.0.1:9464", "address of the Prometheus metrics endpoint /metrics (empty: off)"),
 		s("sim-listen", "127.0.0.1:8444", "address of the simulator's network port and admin API"),
 		s("sim-addr", "", "remote simulator address for the executor (empty: embedded)"),
@@ -204,8 +204,8 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("roles is empty"))
 	}
 	for _, r := range c.Roles {
-		if !slices.Contains(AllRoles, r) {
-			errs = append(errs, fmt.Errorf("unknown role %q (want %s)", r, strings.Join(AllRoles, ",")))
+		if !slices.Contains(AllRoles(), r) {
+			errs = append(errs, fmt.Errorf("unknown role %q (want %s)", r, strings.Join(AllRoles(), ",")))
 		}
 	}
 	if c.DispatchWindow <= 0 {
