@@ -23,6 +23,11 @@ func processWide() []goleak.Option {
 		// and its worker pool's cleaner outlives a stopped server by up to 10 s.
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
+		// fasthttp's client (the benchmarks' load generator) caches resolved addresses in
+		// one process-wide dialer, and each HostClient's idle-connection cleaner sleeps out
+		// its idle timeout (10 s) before it notices there is nothing left to clean.
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*TCPDialer).tcpAddrsClean"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
 	}
 }
 
