@@ -117,6 +117,14 @@ func (s *Switches) Err() error {
 	return s.err
 }
 
+// Last returns the last reading and when it was taken (zero: never), without reading the
+// database: readiness reports it without moving the cache that requests use.
+func (s *Switches) Last() (trading, alive bool, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.trading, s.alive, s.loadedAt
+}
+
 // TradingEnabled is false while trading is switched off.
 func (s *Switches) TradingEnabled(ctx context.Context) bool {
 	s.refresh(ctx)

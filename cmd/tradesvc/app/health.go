@@ -154,12 +154,14 @@ type gatewayDetails struct {
 	Quotes                map[string]quoteAge `json:"quotes"`
 	TickTail              stateDetail         `json:"tickTail"`
 	ChangeFeed            stateDetail         `json:"changeFeed"`
-	// ExecutorAlive is the executors' heartbeat as the gateways see it (TRADE endpoints
-	// answer -5015 while false); TradingEnabled the operator switch. Neither makes a
-	// gateway unready: it still serves every read.
-	ExecutorAlive  bool   `json:"executorAlive"`
-	TradingEnabled bool   `json:"tradingEnabled"`
-	SwitchesError  string `json:"switchesError,omitempty"`
+	// ExecutorAlive is the executors' heartbeat as this gateway last read it (TRADE
+	// endpoints answer -5015 while false); TradingEnabled the operator switch; both as of
+	// SwitchesReadAt (the last TRADE request). Neither makes a gateway unready: it still
+	// serves every read.
+	ExecutorAlive  bool      `json:"executorAlive"`
+	TradingEnabled bool      `json:"tradingEnabled"`
+	SwitchesReadAt time.Time `json:"switchesReadAt,omitzero"`
+	SwitchesError  string    `json:"switchesError,omitempty"`
 }
 
 type stateDetail struct {
@@ -220,9 +222,7 @@ func (a *App) gatewayReport(now time.Time) health.RoleReport {
 		r.Ready = false
 		r.Reasons = append(r.Reasons, "change feed down: "+ferr.Error())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	d.ExecutorAlive, d.TradingEnabled = a.switches.ExecutorAlive(ctx), a.switches.TradingEnabled(ctx)
+	d.TradingEnabled, d.ExecutorAlive, d.SwitchesReadAt = a.switches.Last()
 	if err := a.switches.Err(); err != nil {
 		d.SwitchesError = err.Error()
 	}
