@@ -216,9 +216,7 @@ func testUserTradingEvents(t *testing.T, e *env) {
 	const login = loginReal1
 	// Orders need the execution path: wait until the gateway has seen the executor (an order
 	// of an invalid type is refused after that check, before anything is recorded).
-	poll(t, 30*time.Second, 100*time.Millisecond, "the execution path", func() bool {
-		return num(fields(t, tr.post(t, "/v1/order", market(login, "BTCUSD", "BUY", "0.01", "type", "NOPE")).Body), "code") != -5015
-	})
+	tr.waitExecutionPath(t)
 
 	t.Run("market fill: DEAL then POSITION_UPDATE, C only to the owning key", func(t *testing.T) {
 		m := obj(t, tr.post(t, "/v1/order", market(login, "BTCUSD", "BUY", "0.01", "newOrderRespType", "RESULT",

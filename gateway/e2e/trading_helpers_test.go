@@ -250,3 +250,14 @@ func (tr *trader) openPosition(t testing.TB, login int64, symbol, side, volume s
 	}
 	return num(m, "positionId")
 }
+
+// waitExecutionPath waits until the gateway has seen the executor's heartbeat: before it,
+// TRADE endpoints answer -5015. An order of an invalid type is refused after that check and
+// before anything is recorded, so probing with one trades nothing.
+func (tr *trader) waitExecutionPath(t testing.TB) {
+	t.Helper()
+	poll(t, 30*time.Second, 100*time.Millisecond, "the execution path", func() bool {
+		res := tr.post(t, "/v1/order", market(loginReal1, "BTCUSD", "BUY", "0.01", "type", "NOPE"))
+		return num(fields(t, res.Body), "code") != -5015
+	})
+}

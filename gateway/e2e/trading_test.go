@@ -18,6 +18,7 @@ import (
 func TestTrading(t *testing.T) {
 	e := startEnv(t, "BTCUSD", "ETHUSD", "AVAXUSD", "UNIUSD", "XRPUSD")
 	tr := e.trader(t)
+	tr.waitExecutionPath(t)
 	e.holdQuote(t, "BTCUSD", "60000.00", "60015.00")
 	t.Run("market order with RESULT fills", func(t *testing.T) { testMarketResult(t, e, tr) })
 	t.Run("market order with ACK is ACCEPTED, then FILLED", func(t *testing.T) { testMarketACK(t, e, tr) })

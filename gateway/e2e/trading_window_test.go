@@ -21,6 +21,7 @@ func TestDispatchWindowRejectsThenARetryFills(t *testing.T) {
 	e.svc.WaitForQuote(t, 60*time.Second, "BTCUSD")
 	e.svc.WaitForAccount(t, 60*time.Second, loginReal1)
 	tr := e.trader(t)
+	tr.waitExecutionPath(t)
 	p := market(loginReal1, "BTCUSD", "BUY", "0.01", "newClientOrderId", "window-1", "newOrderRespType", "RESULT")
 	wantOpErr(t, tr.post(t, "/v1/order", p), 503, -1000, "REJECTED", "window-1", loginReal1, 0)
 	o := tr.awaitOrder(t, loginReal1, "window-1", "REJECTED")
@@ -36,6 +37,7 @@ func TestDispatchWindowRejectsThenARetryFills(t *testing.T) {
 	e = &env{svc: apptest.Serve(t, second)}
 	tr = &trader{e: e, c: e.svc.Client(tr.key), key: tr.key}
 	e.svc.WaitForQuote(t, 60*time.Second, "BTCUSD")
+	tr.waitExecutionPath(t)
 	m := obj(t, tr.post(t, "/v1/order", p), 200)
 	if str(m, "status") != "FILLED" || str(m, "clientOrderId") != "window-1" {
 		t.Fatalf("retry after -1000: %v", m)
