@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -229,11 +230,19 @@ func reasonKinds(reasons []string) []string {
 	return out
 }
 
-// Report returns the latest report.
+// Report returns the latest report, a copy the caller may change.
 func (m *Monitor) Report() Report {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.report
+	r := m.report
+	r.Reasons = slices.Clone(r.Reasons)
+	r.Dependencies = maps.Clone(r.Dependencies)
+	r.Roles = maps.Clone(r.Roles)
+	for name, rr := range r.Roles {
+		rr.Reasons = slices.Clone(rr.Reasons)
+		r.Roles[name] = rr
+	}
+	return r
 }
 
 // Live reports whether the monitor's loop ran recently: the process makes progress.

@@ -117,7 +117,8 @@ func TestMonitorReadyzAndLivez(t *testing.T) {
 	dbErr, quotesStale = errors.New("connection refused"), true
 	mu.Unlock()
 	clk.Add(time.Second)
-	r = waitRound(clk.Now())
+	waitRound(clk.Now())
+	r = health.Report{}
 	if code := get(t, h, "/readyz", &r); code != http.StatusServiceUnavailable || r.Ready {
 		t.Fatalf("postgres down and quotes stale: %d %+v", code, r)
 	}
