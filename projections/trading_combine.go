@@ -64,8 +64,17 @@ func (t *Trading) combine(ctx context.Context, msgs []batch.Message, apply func(
 		all = append(all, w.msgs...)
 	}
 	err := apply(ctx, all)
-	for _, w := range work {
-		w.done <- err
+	if err != nil && len(work) > 1 && ctx.Err() == nil {
+		// A merged round failed: apply each consumer's batch alone, so that each gets the
+		// error of its own messages. A message that keeps failing is parked by its consumer
+		// (batch.Config.MaxAttempts); another topic's batch must not be charged with it.
+		for _, w := range work {
+			w.done <- apply(ctx, w.msgs)
+		}
+	} else {
+		for _, w := range work {
+			w.done <- err
+		}
 	}
 	c.handOver()
 	return <-mine.done

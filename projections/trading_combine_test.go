@@ -94,3 +94,59 @@ func TestCombinerSurvivesAWaiterThatGivesUp(t *testing.T) {
 		t.Fatal("the third batch was never applied: leadership was lost")
 	}
 }
+
+// A merged round that fails is applied again one consumer's batch at a time, so that a
+// message that cannot be applied fails only its own consumer's batch: another topic's
+// consumer is never charged with it (it would count towards parking its own messages).
+func TestCombinerChargesAFailureOnlyToTheBatchThatCausedIt(t *testing.T) {
+	tr := &Trading{combiners: map[int32]*combiner{}}
+	release := make(chan struct{})
+	var calls atomic.Int32
+	apply := func(_ context.Context, msgs []batch.Message) error {
+		if calls.Add(1) == 1 {
+			<-release // hold the first round so that the next two are merged
+			return nil
+		}
+		for _, m := range msgs {
+			if m.Offset == 666 {
+				return errPoison
+			}
+		}
+		return nil
+	}
+	first := make(chan error, 1)
+	go func() { first <- tr.combine(context.Background(), []batch.Message{{Partition: 2, Offset: 1}}, apply) }()
+	for calls.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	poisoned := make(chan error, 1)
+	go func() { poisoned <- tr.combine(context.Background(), []batch.Message{{Partition: 2, Offset: 666}}, apply) }()
+	innocent := make(chan error, 1)
+	go func() { innocent <- tr.combine(context.Background(), []batch.Message{{Partition: 2, Offset: 7}}, apply) }()
+	for {
+		c := tr.combinerOf(2)
+		c.mu.Lock()
+		n := len(c.pending)
+		c.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-poisoned; err != errPoison {
+		t.Errorf("the poisoned batch got %v, want its own error", err)
+	}
+	if err := <-innocent; err != nil {
+		t.Errorf("the innocent batch got %v, want it applied", err)
+	}
+}
+
+var errPoison = errorString("check constraint violated")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
