@@ -120,9 +120,13 @@ func TestCombinerChargesAFailureOnlyToTheBatchThatCausedIt(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	poisoned := make(chan error, 1)
-	go func() { poisoned <- tr.combine(context.Background(), []batch.Message{{Partition: 2, Offset: 666}}, apply) }()
+	go func() {
+		poisoned <- tr.combine(context.Background(), []batch.Message{{Partition: 2, Offset: 666}}, apply)
+	}()
 	innocent := make(chan error, 1)
-	go func() { innocent <- tr.combine(context.Background(), []batch.Message{{Partition: 2, Offset: 7}}, apply) }()
+	go func() {
+		innocent <- tr.combine(context.Background(), []batch.Message{{Partition: 2, Offset: 7}}, apply)
+	}()
 	for {
 		c := tr.combinerOf(2)
 		c.mu.Lock()
