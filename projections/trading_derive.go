@@ -85,7 +85,7 @@ SELECT o.operation_id, o.login, coalesce(o.kind, ''), coalesce(o.type, ''),
 	coalesce(o.out_decided_at, 0),
 	o.status, coalesce(o.code, 0), coalesce(o.retcode, 0), coalesce(o.msg, ''), coalesce(o.order_id, 0),
 	coalesce(o.deal_id, 0), coalesce(o.position_id, 0), o.exec_price::text, o.executed_volume::text,
-	o.updated_at, o.version, o.deal_count, o.derived_attempt,
+	o.updated_at, o.version, o.deal_count, o.derived_attempt, coalesce(o.derived_decided, false),
 	d.n, d.vol::text, d.vp::text, d.price1::text, coalesce(d.deal1, 0), coalesce(d.order1, 0),
 	coalesce(d.position1, 0), coalesce(d.last_time, 0), d.symbol1,
 	r.open, r.state, r.update_time, p.open
@@ -133,11 +133,11 @@ func (t *Trading) queueDerived(b *pgx.Batch, ops []*loadedOp) []opChange {
 			Visible: visibleChange(d, o.stored)})
 		b.Queue(`UPDATE rm.operations SET status = $2, code = $3, retcode = $4, msg = $5, order_id = $6,
 			deal_id = $7, position_id = $8, exec_price = $9::numeric, executed_volume = $10::numeric,
-			updated_at = $11, deal_count = $12, derived_attempt = $13, version = version + 1
+			updated_at = $11, deal_count = $12, derived_attempt = $13, derived_decided = $14, version = version + 1
 			WHERE operation_id = $1`,
 			o.id, d.Status, nullInt(d.Code), nullInt(d.Retcode), nullText(d.Msg), nullInt64(d.OrderID),
 			nullInt64(d.DealID), nullInt64(d.PositionID), nullDec(d.ExecPrice), nullDec(d.ExecutedVolume), d.UpdatedAt,
-			d.Deals, d.Attempt)
+			d.Deals, d.Attempt, d.Decided)
 	}
 	return changes
 }
@@ -174,7 +174,7 @@ func scanLoadedOp(rows pgx.Rows) (*loadedOp, error) {
 		&outAttempt, &out.Status, &out.Code, &out.Retcode, &out.Msg, &out.Unanswered, &out.OrderID, &out.DealID,
 		&out.PositionID, &outPrice, &outVolume, &out.DecidedAt,
 		&st.Status, &st.Code, &st.Retcode, &st.Msg, &st.OrderID, &st.DealID, &st.PositionID, &execPrice, &execVolume,
-		&st.UpdatedAt, &o.version, &st.Deals, &st.Attempt,
+		&st.UpdatedAt, &o.version, &st.Deals, &st.Attempt, &st.Decided,
 		&n, &fillVol, &fillVP, &price1, &in.Fills.DealID, &in.Fills.OrderID, &in.Fills.PositionID, &in.Fills.LastTime,
 		&dealSymbol, &orderOpen, &orderState, &orderUpdate, &positionOpen); err != nil {
 		return nil, err

@@ -30,7 +30,7 @@ const operationColumns = `operation_id, login, tag, coalesce(kind, ''), coalesce
 	coalesce(time_in_force, ''), coalesce(expiration, 0), coalesce(comment, ''), coalesce(target_order_id, 0),
 	coalesce(target_position_id, 0), coalesce(sweep_id, ''), status, coalesce(code, 0), coalesce(retcode, 0),
 	coalesce(msg, ''), coalesce(order_id, 0), coalesce(deal_id, 0), coalesce(position_id, 0), exec_price::text,
-	executed_volume::text, updated_at, version, deal_count`
+	executed_volume::text, updated_at, version, deal_count, coalesce(out_attempt >= attempt, false)`
 
 func scanOperation(row pgx.Row) (query.Operation, error) {
 	var o query.Operation
@@ -39,7 +39,7 @@ func scanOperation(row pgx.Row) (query.Operation, error) {
 		&o.RequestedAt, &o.Symbol, &o.Side, &o.Type, &vol, &price, &stopLimit, &sl, &tp, &o.TimeInForce,
 		&o.Expiration, &o.Comment, &o.TargetOrderID, &o.TargetPositionID, &o.SweepID, &o.Status, &o.Code,
 		&o.Retcode, &o.Msg, &o.OrderID, &o.DealID, &o.PositionID, &execPrice, &execVol, &o.UpdatedAt,
-		&o.Version, &o.Deals); err != nil {
+		&o.Version, &o.Deals, &o.Decided); err != nil {
 		return o, err
 	}
 	for _, c := range []struct {

@@ -81,6 +81,8 @@ type opDerived struct {
 	Deals int
 	// Attempt is the attempt the derivation is for (readers wait for their own attempt).
 	Attempt int
+	// Decided: the executor's outcome of that attempt is in (readers wait for it too).
+	Decided bool
 }
 
 // fillable kinds are those whose deals are their fills.
@@ -105,6 +107,7 @@ func derive(in opInputs) opDerived {
 	d := deriveStatus(in)
 	d.UpdatedAt = in.updatedAt()
 	d.Attempt = in.Attempt
+	d.Decided = in.Out != nil && in.Out.Attempt >= in.Attempt
 	if fillable(in.Kind) {
 		d.Deals = in.Fills.Count
 	}
@@ -219,7 +222,8 @@ func copyDec(d *apd.Decimal) *apd.Decimal {
 // orderId or executedVolume.
 func visibleChange(a, b opDerived) bool {
 	return a.Status != b.Status || a.Code != b.Code || a.Retcode != b.Retcode || a.OrderID != b.OrderID ||
-		!decPtrEqual(a.ExecutedVolume, b.ExecutedVolume) || a.Deals != b.Deals || a.Attempt != b.Attempt
+		!decPtrEqual(a.ExecutedVolume, b.ExecutedVolume) || a.Deals != b.Deals || a.Attempt != b.Attempt ||
+		a.Decided != b.Decided
 }
 
 // anyChange reports whether any derived column differs.

@@ -61,19 +61,24 @@ type Operation struct {
 	Version        int64
 	// Deals is how many distinct trading deals confirm the fill (market orders and closes).
 	Deals int
+	// Decided: the executor's outcome of this attempt is in (an answer, a refusal, or word
+	// that the trade server gave none).
+	Decided bool
 }
 
 // Answered reports whether an operation has its answer, the point where a wait for it ends:
 // its status moved from the queued one, or it carries a code or a trade server's return code;
 // and a fill (of a market order or a close) is confirmed by its deals, so that a client that
-// reads its positions next sees the position the fill made.
+// reads its positions next sees the position the fill made, and has the executor's outcome.
 func Answered(op Operation, queued string) bool {
 	if op.Status == queued && op.Code == 0 && op.Retcode == 0 {
 		return false
 	}
 	fill := op.Status == "FILLED" || op.Status == "PARTIALLY_FILLED"
 	if fill && (op.Kind == KindClosePosition || op.Kind == KindPlaceOrder && op.Type == "MARKET") {
-		return op.Deals > 0
+		// Confirmed by its deals, and the executor's word is in too (the deals can come
+		// first: the answer then also carries the trade server's return code).
+		return op.Deals > 0 && op.Decided
 	}
 	return true
 }

@@ -321,7 +321,7 @@ func TestOperationAwaiterReadsAgainOnEveryWakeUp(t *testing.T) {
 		done <- op
 	}()
 	f.mu.Lock()
-	f.ops["op"] = query.Operation{OperationID: "op", Kind: query.KindPlaceOrder, Type: "MARKET", Status: "FILLED", Deals: 1}
+	f.ops["op"] = query.Operation{OperationID: "op", Kind: query.KindPlaceOrder, Type: "MARKET", Status: "FILLED", Deals: 1, Decided: true}
 	f.mu.Unlock()
 	w.ch <- struct{}{}
 	if op := <-done; op.Status != "FILLED" {
