@@ -67,6 +67,22 @@ echo "tests: $passed passed, $failed failed, $skipped skipped"
 ((skipped == 0)) || die "$skipped test(s) skipped: tests must not skip in CI"
 ((passed > 0)) || die "go test ran no test"
 
+# Crash and outage tests stop and start the shared test servers (Kafka, Postgres) and kill
+# processes with SIGKILL mid-order, so they run alone, after the main suite (build tag faults).
+log "fault tests: go test -race -tags faults ./gateway/e2e/faults/  (full log: .run/test/go-faults.log)"
+FAULTS_LOG=$OUT/go-faults.log
+set +e
+go test -race -count=1 -v -timeout 15m -tags faults ./gateway/e2e/faults/ 2>&1 | tee "$FAULTS_LOG"
+frc=${PIPESTATUS[0]}
+set -e
+fpassed=$(grep -cE '^[[:space:]]*--- PASS' "$FAULTS_LOG" || true)
+fskipped=$(grep -cE '^[[:space:]]*--- SKIP' "$FAULTS_LOG" || true)
+grep -E '^[[:space:]]*--- (PASS|FAIL|SKIP)' "$FAULTS_LOG" || true
+((frc == 0)) || die "fault tests failed (exit $frc)"
+((fskipped == 0)) || die "$fskipped fault test(s) skipped: tests must not skip in CI"
+((fpassed > 0)) || die "the fault step ran no test"
+passed=$((passed + fpassed))
+
 log "REST contract: schemathesis --checks all over docs/openapi.yaml against a running service"
 "$HERE/schemathesis.sh"
 

@@ -28,6 +28,7 @@ import (
 	"tradesvc/gateway/gwclient"
 	"tradesvc/infra/config"
 	"tradesvc/infra/keys"
+	"tradesvc/infra/leakcheck"
 	"tradesvc/infra/mt5/sim"
 )
 
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "serve" {
 		os.Exit(serveChild())
 	}
-	os.Exit(m.Run())
+	leakcheck.Main(m)
 }
 
 // serveChild runs tradesvc with the configuration of its environment until killed.
@@ -57,8 +58,11 @@ func serveChild() int {
 		fmt.Fprintln(os.Stderr, "start:", err)
 		return 1
 	}
-	defer a.Close()
-	if err := a.Run(ctx); err != nil {
+	err = a.Run(ctx)
+	if cerr := a.Close(); cerr != nil {
+		fmt.Fprintln(os.Stderr, "close:", cerr)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "run:", err)
 		return 1
 	}
