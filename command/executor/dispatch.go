@@ -31,12 +31,14 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	keys := make([]opKey, len(ops))
-	for i := range ops {
-		keys[i] = ops[i].key()
-	}
-	known, err := x.store.load(ctx, keys)
+	// One round trip: what cmd.executions already knows of the batch (a redelivery), and the
+	// "sent" record of every operation this batch will send for the first time.
+	now := x.cfg.Now()
+	known, recorded, err := x.store.claim(ctx, ops, func(o *operation) bool { return x.sureToSend(o, now) }, now)
 	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %w", errShutdown, err)
+		}
 		return err
 	}
 	var logins []int64
@@ -58,17 +60,8 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 	var errOnce sync.Once
 	var g errgroup.Group
 	g.SetLimit(x.cfg.Concurrency)
-	now := x.cfg.Now()
 	for i, login := range logins {
 		g.Go(func() error {
-			// One "sent" record for the account's operations that are sure to be sent (one
-			// round trip, not one per operation); each is still recorded before its send.
-			recorded, err := x.recordSent(ctx, byLogin[login], known, now)
-			if err != nil {
-				failed.Store(true)
-				errOnce.Do(func() { firstErr = err })
-				return nil
-			}
 			for _, o := range byLogin[login] {
 				// After a failure no new operation starts: the batch comes again, and what
 				// was not started is then simply sent.
@@ -179,25 +172,9 @@ func (x *Executor) decodeOperations(msgs []batch.Message) []operation {
 	return out
 }
 
-// recordSent records as sent, in one statement, the operations of one account that this
-// batch will send for the first time (first attempts within the dispatch window, with no
-// row yet). It returns the ones it recorded; one recorded meanwhile by another executor is
-// left to the usual path, which then reconciles it.
-func (x *Executor) recordSent(ctx context.Context, ops []*operation, known map[opKey]execution, now time.Time) (map[opKey]bool, error) {
-	var sure []*operation
-	for _, o := range ops {
-		if _, seen := known[o.key()]; seen || o.invalid != nil || o.op.Attempt > 1 ||
-			now.UnixMilli()-o.requestedAt > x.cfg.DispatchWindow.Milliseconds() {
-			continue
-		}
-		sure = append(sure, o)
-	}
-	if len(sure) == 0 {
-		return nil, nil
-	}
-	recorded, err := x.store.sentAll(ctx, sure, now)
-	if err != nil && ctx.Err() != nil {
-		return nil, fmt.Errorf("%w: %w", errShutdown, err)
-	}
-	return recorded, err
+// sureToSend reports whether o, not yet recorded, will be sent for the first time: a
+// well-formed first attempt within the dispatch window (a later attempt is reconciled by tag
+// first, and may not be sent at all).
+func (x *Executor) sureToSend(o *operation, now time.Time) bool {
+	return o.invalid == nil && o.op.Attempt == 1 && now.UnixMilli()-o.requestedAt <= x.cfg.DispatchWindow.Milliseconds()
 }

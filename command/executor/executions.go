@@ -37,36 +37,6 @@ func newExecutions(pool *pgxpool.Pool) (*executions, error) {
 	return &executions{pool: pool}, nil
 }
 
-// load returns the rows of keys that exist, in one query for a whole batch.
-func (s *executions) load(ctx context.Context, keys []opKey) (map[opKey]execution, error) {
-	ids, attempts := make([]string, len(keys)), make([]int32, len(keys))
-	for i, k := range keys {
-		ids[i], attempts[i] = k.id, int32(k.attempt)
-	}
-	rows, err := s.pool.Query(ctx, `SELECT e.operation_id, e.attempt, e.sent_at, e.outcome IS NOT NULL
-		FROM cmd.executions e JOIN unnest($1::text[], $2::int[]) AS k(id, attempt)
-		  ON e.operation_id = k.id AND e.attempt = k.attempt`, ids, attempts)
-	if err != nil {
-		return nil, fmt.Errorf("read executions: %w", err)
-	}
-	defer rows.Close()
-	out := make(map[opKey]execution, len(keys))
-	for rows.Next() {
-		var k opKey
-		var attempt int32
-		var e execution
-		if err := rows.Scan(&k.id, &attempt, &e.sentAt, &e.decided); err != nil {
-			return nil, fmt.Errorf("read executions: %w", err)
-		}
-		k.attempt = int(attempt)
-		out[k] = e
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read executions: %w", err)
-	}
-	return out, nil
-}
-
 // sent records that o is about to be sent. It reports false when a row was already there:
 // another executor (a partition handed over mid-batch) recorded it first, so this one must
 // reconcile rather than send.
@@ -80,38 +50,59 @@ func (s *executions) sent(ctx context.Context, o *operation, at time.Time) (bool
 	return tag.RowsAffected() == 1, nil
 }
 
-// sentAll records ops as about to be sent, in one statement, and returns the ones it
-// recorded (a row already there was recorded by another executor).
-func (s *executions) sentAll(ctx context.Context, ops []*operation, at time.Time) (map[opKey]bool, error) {
+// claim reads what cmd.executions knows of ops and, in the same statement, records as sent
+// (synchronous commit, before anything is sent) the ones without a row for which sure holds.
+// It returns the rows that were already there, and the operations it recorded.
+func (s *executions) claim(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time) (map[opKey]execution, map[opKey]bool, error) {
 	n := len(ops)
 	ids, tags, kinds := make([]string, n), make([]string, n), make([]string, n)
 	attempts, logins := make([]int32, n), make([]int64, n)
-	for i, o := range ops {
+	eligible := make([]bool, n)
+	for i := range ops {
+		o := &ops[i]
 		ids[i], attempts[i], logins[i], tags[i], kinds[i] = o.op.OperationID, int32(o.op.Attempt), o.op.Login, o.op.Tag, o.kind
+		eligible[i] = sure(o)
 	}
-	rows, err := s.pool.Query(ctx, `INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at)
-		SELECT id, attempt, login, tag, kind, $6 FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[])
-		  AS k(id, attempt, login, tag, kind)
-		ON CONFLICT (operation_id, attempt) DO NOTHING RETURNING operation_id, attempt`,
-		ids, attempts, logins, tags, kinds, at)
+	rows, err := s.pool.Query(ctx, `WITH k AS (
+			SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::bool[])
+			  AS k(id, attempt, login, tag, kind, eligible)),
+		ex AS (
+			SELECT e.operation_id, e.attempt, e.sent_at, e.outcome IS NOT NULL AS decided
+			FROM cmd.executions e JOIN k ON e.operation_id = k.id AND e.attempt = k.attempt),
+		ins AS (
+			INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at)
+			SELECT k.id, k.attempt, k.login, k.tag, k.kind, $7 FROM k
+			WHERE k.eligible AND NOT EXISTS (SELECT 1 FROM ex WHERE ex.operation_id = k.id AND ex.attempt = k.attempt)
+			ON CONFLICT (operation_id, attempt) DO NOTHING
+			RETURNING operation_id, attempt)
+		SELECT operation_id, attempt, sent_at, decided, false FROM ex
+		UNION ALL SELECT operation_id, attempt, $7, false, true FROM ins`,
+		ids, attempts, logins, tags, kinds, eligible, at)
 	if err != nil {
-		return nil, fmt.Errorf("record %d operations as sent: %w", n, err)
+		return nil, nil, fmt.Errorf("read and record executions: %w", err)
 	}
 	defer rows.Close()
-	out := make(map[opKey]bool, n)
+	known := make(map[opKey]execution, n)
+	recorded := make(map[opKey]bool, n)
 	for rows.Next() {
 		var k opKey
 		var attempt int32
-		if err := rows.Scan(&k.id, &attempt); err != nil {
-			return nil, fmt.Errorf("record %d operations as sent: %w", n, err)
+		var e execution
+		var inserted bool
+		if err := rows.Scan(&k.id, &attempt, &e.sentAt, &e.decided, &inserted); err != nil {
+			return nil, nil, fmt.Errorf("read and record executions: %w", err)
 		}
 		k.attempt = int(attempt)
-		out[k] = true
+		if inserted {
+			recorded[k] = true
+		} else {
+			known[k] = e
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("record %d operations as sent: %w", n, err)
+		return nil, nil, fmt.Errorf("read and record executions: %w", err)
 	}
-	return out, nil
+	return known, recorded, nil
 }
 
 // decided stores the outcomes of a batch in one statement, once they are in the log. An

@@ -129,6 +129,16 @@ func (r *Relay) relayFacts(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The cursor is saved behind the loop (the newest position wins): a deal on its way to a
+	// RESULT wait never queues behind the previous batch's cursor commit. A crash then re-appends
+	// at most the facts since the last save, which the projections drop by their seq.
+	saves := make(chan uint64, 1)
+	saved := make(chan struct{})
+	go r.saveCursors(ctx, CursorFacts, saves, saved)
+	defer func() {
+		close(saves)
+		<-saved
+	}()
 	for {
 		pollCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		facts, err := r.port.Facts(pollCtx, cursor, r.cfg.Batch)
@@ -156,8 +166,31 @@ func (r *Relay) relayFacts(ctx context.Context) error {
 		}
 		cursor = facts[len(facts)-1].Seq
 		r.appended(CursorFacts, len(evs), cursor)
-		if err := r.cursors.Save(ctx, CursorFacts, cursor); err != nil {
-			return err
+		select {
+		case saves <- cursor:
+		default: // a save is pending: replace it with the newer position
+			select {
+			case <-saves:
+			default:
+			}
+			saves <- cursor
+		}
+	}
+}
+
+// saveCursors saves each position sent on saves until it is closed (the last one with a
+// short deadline of its own, so a stopping relay still records where it got to).
+func (r *Relay) saveCursors(ctx context.Context, name string, saves <-chan uint64, done chan<- struct{}) {
+	defer close(done)
+	for pos := range saves {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		err := r.cursors.Save(sctx, name, pos)
+		cancel()
+		if err != nil {
+			r.log.Warn("relay cursor not saved; a restart re-appends the facts since the last save", "cursor", name, "err", err)
+			if r.cfg.OnError != nil {
+				r.cfg.OnError(name, err)
+			}
 		}
 	}
 }
