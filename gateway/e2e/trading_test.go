@@ -74,6 +74,15 @@ func testMarketResult(t *testing.T, e *env, tr *trader) {
 	if str(p, "side") != "BUY" || str(p, "volume") != "0.01" || str(p, "openPrice") != "60015.00" || str(p, "symbol") != "BTCUSD" {
 		t.Errorf("position %v", p)
 	}
+	// The account's figures follow the open position: margin in use, equity and a margin level.
+	eventuallyNoMismatch(t, 10*time.Second, "margin in use on the account", func() string {
+		a := obj(t, tr.get(t, "/v1/account", vals("login", itoa(loginReal1))), 200)
+		if cmpDec(str(a, "margin"), "0") <= 0 || cmpDec(str(a, "marginLevel"), "0") <= 0 ||
+			cmpDec(str(a, "freeMargin"), str(a, "equity")) >= 0 {
+			return string(mustJSON(a))
+		}
+		return ""
+	})
 }
 
 func testMarketACK(t *testing.T, e *env, tr *trader) {
