@@ -243,7 +243,9 @@ func (f *ChangeFeed) dispatch(page []Change) {
 	defer f.mu.Unlock()
 	for _, c := range page {
 		f.last = c.Seq
-		if c.OperationID != "" {
+		// An operation's answer is in its OPERATION row (every change of its status, codes,
+		// deals or decision writes one): its DEAL and ORDER_UPDATE rows need not wake waiters.
+		if c.Kind == ChangeOperation && c.OperationID != "" {
 			for ch := range f.watchers[c.OperationID] {
 				select {
 				case ch <- struct{}{}:
@@ -268,7 +270,7 @@ func (f *ChangeFeed) dispatch(page []Change) {
 	}
 }
 
-// WatchOperation registers for wake-ups on every change of operationID: the channel holds at
+// WatchOperation registers for wake-ups on every OPERATION change of operationID: the channel holds at
 // most one pending wake-up. Call the returned function to stop watching.
 func (f *ChangeFeed) WatchOperation(operationID string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)

@@ -134,6 +134,18 @@ func TestChangeFeedWakesOperationWatchers(t *testing.T) {
 	e := cfSetup(t)
 	a, stopA := e.feed.WatchOperation("op-a")
 	b, stopB := e.feed.WatchOperation("op-b")
+	// A DEAL row owned by op-a does not wake its waiters: only OPERATION rows carry answers.
+	e.write(row(1, ChangeDeal, "op-a"), row(1, ChangeOperation, "op-b"))
+	select {
+	case <-b:
+	case <-time.After(10 * time.Second):
+		t.Fatal("op-b watcher not woken")
+	}
+	select {
+	case <-a: // dispatched before op-b's row, so it would be pending by now
+		t.Fatal("op-a watcher woken by a DEAL row")
+	default:
+	}
 	e.write(row(1, ChangeOperation, "op-b"), row(1, ChangeOperation, "op-a"), row(1, ChangeOperation, "op-a"))
 	select {
 	case <-a:

@@ -61,13 +61,34 @@ func (t *Trading) queueChanges(b *pgx.Batch, items []*tradingItem, owners map[lo
 		return nil
 	}
 	b.Queue("SELECT pg_advisory_xact_lock($1, $2)", changeFeedLockClass, changeFeedLockID)
-	for _, r := range rows {
-		b.Queue(`INSERT INTO rm.changes (login, kind, operation_id, api_key_id, client_order_id, event)
-			VALUES ($1, $2, $3, $4, $5, $6)`,
-			r.login, r.kind, nullText(r.operationID), nullInt64(r.apiKeyID), nullText(r.clientOrderID), r.event)
-	}
+	queueChangeRows(b, rows)
 	b.Queue("SELECT pg_notify($1, '')", ChangesChannel)
 	return nil
+}
+
+// insertChangesSQL inserts a batch's change rows in one statement, in their order (seq
+// values are drawn in the order the rows are produced).
+const insertChangesSQL = `INSERT INTO rm.changes (login, kind, operation_id, api_key_id, client_order_id, event)
+SELECT login, kind, operation_id, api_key_id, client_order_id, event::jsonb
+FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[])
+	WITH ORDINALITY AS r(login, kind, operation_id, api_key_id, client_order_id, event, n)
+ORDER BY n`
+
+// queueChangeRows queues rows as one multi-row insert (empty strings and zero keys as NULL).
+func queueChangeRows(b *pgx.Batch, rows []changeRow) {
+	var (
+		logins   = make([]int64, len(rows))
+		kinds    = make([]string, len(rows))
+		opIDs    = make([]*string, len(rows))
+		keyIDs   = make([]*int64, len(rows))
+		clientID = make([]*string, len(rows))
+		evs      = make([]string, len(rows))
+	)
+	for i, r := range rows {
+		logins[i], kinds[i], evs[i] = r.login, r.kind, string(r.event)
+		opIDs[i], keyIDs[i], clientID[i] = nonEmpty(r.operationID), nonZero64(r.apiKeyID), nonEmpty(r.clientOrderID)
+	}
+	b.Queue(insertChangesSQL, logins, kinds, opIDs, keyIDs, clientID, evs)
 }
 
 // frameRow is the change row of an applied fact; ok is false for events that a client does

@@ -119,7 +119,7 @@ func opSymbols(ops []*loadedOp) []string {
 	return symbols
 }
 
-// queueDerived recomputes the derived columns of ops, queues the updates of those that
+// queueDerived recomputes the derived columns of ops, queues one update of those that
 // changed and returns them.
 func (t *Trading) queueDerived(b *pgx.Batch, ops []*loadedOp) []opChange {
 	var changes []opChange
@@ -131,15 +131,79 @@ func (t *Trading) queueDerived(b *pgx.Batch, ops []*loadedOp) []opChange {
 		}
 		changes = append(changes, opChange{OperationID: o.id, Login: o.login, Derived: d, Version: o.version + 1,
 			Visible: visibleChange(d, o.stored)})
-		b.Queue(`UPDATE rm.operations SET status = $2, code = $3, retcode = $4, msg = $5, order_id = $6,
-			deal_id = $7, position_id = $8, exec_price = $9::numeric, executed_volume = $10::numeric,
-			updated_at = $11, deal_count = $12, derived_attempt = $13, derived_decided = $14, version = version + 1
-			WHERE operation_id = $1`,
-			o.id, d.Status, nullInt(d.Code), nullInt(d.Retcode), nullText(d.Msg), nullInt64(d.OrderID),
-			nullInt64(d.DealID), nullInt64(d.PositionID), nullDec(d.ExecPrice), nullDec(d.ExecutedVolume), d.UpdatedAt,
-			d.Deals, d.Attempt, d.Decided)
+	}
+	if len(changes) > 0 {
+		queueDerivedUpdate(b, changes)
 	}
 	return changes
+}
+
+// updateDerivedSQL writes the derived columns of several operations in one statement (the
+// touched operations of a batch are distinct; zero codes and ids, empty texts are NULL).
+const updateDerivedSQL = `UPDATE rm.operations o SET status = u.status, code = u.code, retcode = u.retcode,
+	msg = u.msg, order_id = u.order_id, deal_id = u.deal_id, position_id = u.position_id,
+	exec_price = u.exec_price, executed_volume = u.executed_volume, updated_at = u.updated_at,
+	deal_count = u.deal_count, derived_attempt = u.derived_attempt, derived_decided = u.derived_decided,
+	version = o.version + 1
+FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[],
+	$9::numeric[], $10::numeric[], $11::bigint[], $12::int[], $13::int[], $14::boolean[])
+	AS u(operation_id, status, code, retcode, msg, order_id, deal_id, position_id, exec_price, executed_volume,
+		updated_at, deal_count, derived_attempt, derived_decided)
+WHERE o.operation_id = u.operation_id`
+
+func queueDerivedUpdate(b *pgx.Batch, changes []opChange) {
+	n := len(changes)
+	var (
+		ids, statuses                  = make([]string, n), make([]string, n)
+		codes, retcodes                = make([]*int32, n), make([]*int32, n)
+		msgs                           = make([]*string, n)
+		orderIDs, dealIDs, positionIDs = make([]*int64, n), make([]*int64, n), make([]*int64, n)
+		prices, volumes                = make([]*string, n), make([]*string, n)
+		updated                        = make([]int64, n)
+		deals, attempts                = make([]int32, n), make([]int32, n)
+		decided                        = make([]bool, n)
+	)
+	for i, c := range changes {
+		d := c.Derived
+		ids[i], statuses[i], updated[i], decided[i] = c.OperationID, d.Status, d.UpdatedAt, d.Decided
+		deals[i], attempts[i] = int32(d.Deals), int32(d.Attempt)
+		codes[i], retcodes[i] = nonZero32(d.Code), nonZero32(d.Retcode)
+		msgs[i], prices[i], volumes[i] = nonEmpty(d.Msg), decText(d.ExecPrice), decText(d.ExecutedVolume)
+		orderIDs[i], dealIDs[i], positionIDs[i] = nonZero64(d.OrderID), nonZero64(d.DealID), nonZero64(d.PositionID)
+	}
+	b.Queue(updateDerivedSQL, ids, statuses, codes, retcodes, msgs, orderIDs, dealIDs, positionIDs, prices, volumes,
+		updated, deals, attempts, decided)
+}
+
+// The array forms of nullText, nullInt, nullInt64 and nullDec: nil is NULL.
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func nonZero32(n int) *int32 {
+	if n == 0 {
+		return nil
+	}
+	v := int32(n)
+	return &v
+}
+
+func nonZero64(n int64) *int64 {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
+
+func decText(d *apd.Decimal) *string {
+	if d == nil {
+		return nil
+	}
+	s := dec.String(*d)
+	return &s
 }
 
 // queueLoadOperations queues the read of the touched operations into *ops.
