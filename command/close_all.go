@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cockroachdb/apd/v3"
+
 	"tradesvc/events"
 	"tradesvc/query"
 )
@@ -86,8 +88,9 @@ func (h CloseAllHandler) Handle(ctx context.Context, cmd CloseAll) (SweepResult,
 		}
 		leg := &events.PositionCloseRequested{Operation: legHead,
 			PositionID: pos.PositionID, Symbol: pos.Symbol, Side: closingSide(pos), SweepID: sweep.OperationID}
+		vol := pos.Volume
 		sweep.Legs = append(sweep.Legs, events.SweepLeg{PositionID: pos.PositionID, OperationID: leg.OperationID,
-			ClientOrderID: coid, Tag: leg.Tag})
+			ClientOrderID: coid, Tag: leg.Tag, Volume: &vol})
 		evs = append(evs, leg)
 	}
 	rec, created, err := h.core.submit(ctx, newOperation{caller: cmd.Caller, coid: coid, kind: query.KindCloseAll,
@@ -101,8 +104,7 @@ func (h CloseAllHandler) Handle(ctx context.Context, cmd CloseAll) (SweepResult,
 	res := SweepResult{Login: cmd.Login, ClientOrderID: coid}
 	for i, leg := range evs[1:] {
 		op := operationOf(leg)
-		vol := open[i].Volume
-		op.Volume = &vol
+		op.Volume = sweep.Legs[i].Volume
 		res.Legs = append(res.Legs, SweepLeg{PositionID: open[i].PositionID, Op: op, Digits: h.digits(ctx, op.Symbol)})
 	}
 	return res, nil
@@ -115,6 +117,18 @@ func (h CloseAllHandler) replay(ctx context.Context, rec Record, login int64) (S
 	}
 	if len(rec.Envelopes) == 0 {
 		return SweepResult{}, fmt.Errorf("idempotency record %q holds no sweep", rec.ClientOrderID)
+	}
+	head, err := events.Decode(rec.Envelopes[0])
+	if err != nil {
+		return SweepResult{}, fmt.Errorf("decode stored sweep %s: %w", rec.ClientOrderID, err)
+	}
+	snapshot, ok := head.(*events.SweepRequested)
+	if !ok {
+		return SweepResult{}, fmt.Errorf("idempotency record %q holds %s, not a sweep", rec.ClientOrderID, head.EventType())
+	}
+	volumes := make(map[int64]*apd.Decimal, len(snapshot.Legs))
+	for _, l := range snapshot.Legs {
+		volumes[l.PositionID] = l.Volume
 	}
 	legs := make([]events.Event, 0, len(rec.Envelopes)-1)
 	for _, env := range rec.Envelopes[1:] {
@@ -140,8 +154,11 @@ func (h CloseAllHandler) replay(ctx context.Context, rec Record, login int64) (S
 			missing = true
 			op = operationOf(leg)
 		}
-		res.Legs = append(res.Legs, SweepLeg{PositionID: leg.(*events.PositionCloseRequested).PositionID, Op: op,
-			Digits: h.digits(ctx, op.Symbol)})
+		positionID := leg.(*events.PositionCloseRequested).PositionID
+		if op.Volume == nil {
+			op.Volume = volumes[positionID] // a full close names no volume: the snapshot's
+		}
+		res.Legs = append(res.Legs, SweepLeg{PositionID: positionID, Op: op, Digits: h.digits(ctx, op.Symbol)})
 	}
 	if missing {
 		envs, err := h.core.rewrap(rec, rec.Attempt)

@@ -129,6 +129,9 @@ type SweepLeg struct {
 	OperationID   string `json:"operationId"`
 	ClientOrderID string `json:"clientOrderId"`
 	Tag           string `json:"tag"`
+	// Volume is the position's volume when the sweep took its snapshot (what the leg asks to
+	// close; absent in sweeps recorded before the field was added).
+	Volume *apd.Decimal `json:"volume,omitempty"`
 }
 
 // EventType implements Event.

@@ -527,6 +527,21 @@ func testCloseAll(t *testing.T, e *env, tr *trader) {
 	if num(m, "requested") != 2 || str(m, "clientOrderId") != "sweep-1" {
 		t.Fatalf("sweep %v", m)
 	}
+	// Each leg asks to close its position's whole volume, in the first answer and in replays.
+	wantVolume := map[int64]string{a: "0.01", b: "0.02"}
+	checkLegVolumes := func(m map[string]json.RawMessage) {
+		t.Helper()
+		var legs []map[string]json.RawMessage
+		if err := json.Unmarshal(m["legs"], &legs); err != nil {
+			t.Fatalf("legs of %v: %v", m, err)
+		}
+		for _, leg := range legs {
+			if got, want := str(leg, "volume"), wantVolume[num(leg, "positionId")]; got != want {
+				t.Errorf("leg %v: volume %q, want %q", leg, got, want)
+			}
+		}
+	}
+	checkLegVolumes(m)
 	eventuallyNoMismatch(t, 15*time.Second, "no open position", func() string {
 		if ps := positionsOf(t, tr, l); len(ps) != 0 {
 			return strconv.Itoa(len(ps)) + " open"
@@ -546,6 +561,7 @@ func testCloseAll(t *testing.T, e *env, tr *trader) {
 			t.Errorf("replayed leg %v", leg)
 		}
 	}
+	checkLegVolumes(m)
 	time.Sleep(500 * time.Millisecond)
 	if _, ok := positionsOf(t, tr, l)[c]; !ok {
 		t.Fatalf("the replayed sweep closed position %d opened after it", c)
