@@ -110,7 +110,7 @@ func TestChangeFeedDeliversLaterChangesInSeqOrderToMatchingSubscribers(t *testin
 	if fmt.Sprint(got) != "[ORDER_UPDATE POSITION_UPDATE ACCOUNT_UPDATE]" {
 		t.Fatalf("login 1 got %v (OPERATION rows are for waiters, history is not replayed)", got)
 	}
-	if c := next(t, twos); c.Kind != ChangeDeal || c.Login != 2 || string(c.Event) != `{"e": "DEAL"}` {
+	if c := next(t, twos); c.Kind != ChangeDeal || c.Login != 2 || string(c.Event) != `{"e":"DEAL"}` {
 		t.Fatalf("login 2 got %+v %s", c, c.Event)
 	}
 

@@ -69,7 +69,7 @@ func (t *Trading) queueChanges(b *pgx.Batch, items []*tradingItem, owners map[lo
 // insertChangesSQL inserts a batch's change rows in one statement, in their order (seq
 // values are drawn in the order the rows are produced).
 const insertChangesSQL = `INSERT INTO rm.changes (login, kind, operation_id, api_key_id, client_order_id, event)
-SELECT login, kind, operation_id, api_key_id, client_order_id, event::jsonb
+SELECT login, kind, operation_id, api_key_id, client_order_id, event::json
 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[])
 	WITH ORDINALITY AS r(login, kind, operation_id, api_key_id, client_order_id, event, n)
 ORDER BY n`

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -144,9 +145,20 @@ func (c *wsClient) next(timeout time.Duration) map[string]json.RawMessage {
 	if err != nil {
 		c.t.Fatalf("read: %v", err)
 	}
+	return c.object(data)
+}
+
+// object decodes a frame: a JSON object, compact as every frame the service sends (user-stream
+// frames included: they come back from the change feed as the projection wrote them).
+func (c *wsClient) object(data []byte) map[string]json.RawMessage {
+	c.t.Helper()
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil {
 		c.t.Fatalf("frame %s is not a JSON object", data)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, data); err != nil || !bytes.Equal(compact.Bytes(), data) {
+		c.t.Fatalf("frame %s is not compact JSON", data)
 	}
 	return m
 }
@@ -162,11 +174,7 @@ func (c *wsClient) await(timeout time.Duration, what string, match func(map[stri
 		if err != nil {
 			c.t.Fatalf("waiting for %s: %v", what, err)
 		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(data, &m); err != nil {
-			c.t.Fatalf("frame %s is not a JSON object", data)
-		}
-		if match(m) {
+		if m := c.object(data); match(m) {
 			return m
 		}
 	}

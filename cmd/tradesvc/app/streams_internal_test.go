@@ -55,7 +55,7 @@ func TestStreamChangesRelayTheFeedAndTellLagFromShutdown(t *testing.T) {
 	write(2, 1)
 	select {
 	case ch := <-ok.C():
-		if ch.Login != 1 || ch.Kind != "DEAL" || ch.APIKeyID != 7 || ch.ClientOrderID != "coid" || string(ch.Event) != `{"e": "DEAL"}` {
+		if ch.Login != 1 || ch.Kind != "DEAL" || ch.APIKeyID != 7 || ch.ClientOrderID != "coid" || string(ch.Event) != `{"e":"DEAL"}` {
 			t.Fatalf("relayed %+v", ch)
 		}
 	case <-time.After(10 * time.Second):
