@@ -129,9 +129,14 @@ func testUserScope(t *testing.T, e *env) {
 	b1 := e.deposit(t, loginReal1, "1")
 	c.event("ACCOUNT_UPDATE", loginReal1, func(m map[string]json.RawMessage) bool { return cmpDec(str(m, "b"), b1) == 0 })
 
+	// A witness: another key's stream that still sees 1001.
+	witness, _ := e.userStream(t, e.unlimitedKey(t))
+
 	// 1001 leaves the scope. Within about 30 s (here: the key cache and the re-check, a few
 	// seconds) its events stop while 1002's keep coming: rounds deposit on both until three
-	// rounds in a row brought 1002's event and none of 1001.
+	// rounds in a row brought 1002's event and none of 1001. Each round's 1001 event is in the
+	// change feed (the witness has it) before 1002's deposit is made, and every stream gets
+	// the feed in order: had it been delivered to c, it would come before 1002's.
 	e.svc.ScopeKey(t, k.APIKey, []int64{loginReal2})
 	deadline := time.Now().Add(30 * time.Second)
 	clean := 0
@@ -139,7 +144,8 @@ func testUserScope(t *testing.T, e *env) {
 		if time.Now().After(deadline) {
 			t.Fatalf("events of the login removed from the scope still arrive 30 s later")
 		}
-		e.deposit(t, loginReal1, "0.01")
+		b1 := e.deposit(t, loginReal1, "0.01")
+		witness.event("ACCOUNT_UPDATE", loginReal1, func(m map[string]json.RawMessage) bool { return cmpDec(str(m, "b"), b1) == 0 })
 		b2 := e.deposit(t, loginReal2, "0.01")
 		var leaked bool
 		c.await(20*time.Second, fmt.Sprintf("round %d on %d", round, loginReal2), func(m map[string]json.RawMessage) bool {

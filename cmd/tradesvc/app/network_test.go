@@ -23,15 +23,7 @@ func TestExecutorRestartAgainstARemoteSimulatorLosesNoFact(t *testing.T) {
 	ctx := context.Background()
 	vars := apptest.Vars(t)
 
-	simVars := maps.Clone(vars)
-	simVars["TRADESVC_ROLES"] = "sim"
-	simProc := apptest.Launch(t, simVars)
-	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	simAddr, err := simProc.App.SimAddr(waitCtx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, simAddr := apptest.LaunchSim(t, vars)
 	token, err := remote.ReadToken(filepath.Join(vars["TRADESVC_RUN_DIR"], "sim.token"))
 	if err != nil {
 		t.Fatal(err)

@@ -121,21 +121,35 @@ func unlimited(t *testing.T, s *apptest.Service) apptest.Key {
 		Limits: keys.Limits{WeightPerMinute: 1 << 30, Orders10s: 1 << 30, Orders1m: 1 << 30}})
 }
 
+// readyToTrade returns a client of an unlimited key for logins 1001 and 1002 once the
+// service knows BTCUSD, has its quote and the account of login 1001.
+func readyToTrade(t *testing.T, svc *apptest.Service) *gwclient.Client {
+	t.Helper()
+	c := svc.Client(unlimited(t, svc))
+	svc.WaitForSymbols(t, 60*time.Second, "BTCUSD")
+	svc.WaitForQuote(t, 60*time.Second, "BTCUSD")
+	svc.WaitForAccount(t, 60*time.Second, 1001)
+	return c
+}
+
+// simPositions counts the positions the trade server holds for login.
+func simPositions(t *testing.T, a *app.App, login int64) func() int {
+	return func() int {
+		ps, err := a.Sim().Positions(context.Background(), login)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ps)
+	}
+}
+
 // The executor is killed with SIGKILL after the trade server executed an order and before
 // the executor recorded the outcome; a new executor reconciles the order by its tag: FILLED,
 // and the trade server holds exactly one position for it.
 func TestExecutorKilledBetweenSentAndOutcomeResolvesWithoutASecondTrade(t *testing.T) {
 	ctx := context.Background()
 	vars := apptest.Vars(t)
-	simVars := maps.Clone(vars)
-	simVars["TRADESVC_ROLES"] = "sim"
-	simProc := apptest.Launch(t, simVars)
-	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	simAddr, err := simProc.App.SimAddr(waitCtx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	simProc, simAddr := apptest.LaunchSim(t, vars)
 	svcVars := maps.Clone(vars)
 	svcVars["TRADESVC_ROLES"] = "gateway,projector"
 	svcVars["TRADESVC_SIM_ADDR"] = simAddr
@@ -146,18 +160,8 @@ func TestExecutorKilledBetweenSentAndOutcomeResolvesWithoutASecondTrade(t *testi
 	execVars["TRADESVC_METRICS_LISTEN"] = ""
 	first := child(t, execVars)
 
-	key := unlimited(t, svc)
-	c := svc.Client(key)
-	svc.WaitForSymbols(t, 60*time.Second, "BTCUSD")
-	svc.WaitForQuote(t, 60*time.Second, "BTCUSD")
-	svc.WaitForAccount(t, 60*time.Second, 1001)
-	positions := func() int {
-		ps, err := simProc.App.Sim().Positions(ctx, 1001)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(ps)
-	}
+	c := readyToTrade(t, svc)
+	positions := simPositions(t, simProc.App, 1001)
 	before := positions()
 
 	// Hold every answer 20 s after the execution: the executor is killed in between.
@@ -228,18 +232,8 @@ func TestKafkaStoppedOrdersAnswer5009AndConvergeOnRetry(t *testing.T) {
 		}
 	}
 	svc := apptest.Start(t)
-	key := unlimited(t, svc)
-	c := svc.Client(key)
-	svc.WaitForSymbols(t, 60*time.Second, "BTCUSD")
-	svc.WaitForQuote(t, 60*time.Second, "BTCUSD")
-	svc.WaitForAccount(t, 60*time.Second, 1001)
-	positions := func() int {
-		ps, err := svc.App.Sim().Positions(ctx, 1002)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(ps)
-	}
+	c := readyToTrade(t, svc)
+	positions := simPositions(t, svc.App, 1002)
 	before := positions()
 	place := func(coid string) (int, []byte) {
 		res, err := c.Signed(ctx, http.MethodPost, "/v1/order", url.Values{"login": {"1002"}, "symbol": {"BTCUSD"},

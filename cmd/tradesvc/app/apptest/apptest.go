@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"flag"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -100,6 +101,22 @@ func Launch(t testing.TB, vars map[string]string) *Process {
 	go func() { p.done <- a.Run(ctx) }()
 	t.Cleanup(func() { p.Stop(t) })
 	return p
+}
+
+// LaunchSim runs the trade-server simulator alone (`serve --roles sim`) with vars as the rest
+// of its environment and returns it with the address it listens on.
+func LaunchSim(t testing.TB, vars map[string]string) (*Process, string) {
+	t.Helper()
+	simVars := maps.Clone(vars)
+	simVars["TRADESVC_ROLES"] = "sim"
+	p := Launch(t, simVars)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	addr, err := p.App.SimAddr(ctx)
+	if err != nil {
+		t.Fatalf("simulator address: %v", err)
+	}
+	return p, addr
 }
 
 // Stop stops the process gracefully (once) and fails the test if it does not stop cleanly.
