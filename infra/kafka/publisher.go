@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/IBM/sarama"
 	wkafka "github.com/ThreeDotsLabs/watermill-kafka/v3/pkg/kafka"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/eapache/go-resiliency/breaker"
 )
 
 // Publisher appends messages to Kafka and returns once every in-sync replica has them.
@@ -18,6 +20,12 @@ import (
 // watermill-kafka's Publisher, which waits for one round trip per message: here all the
 // messages of one call travel together and are acknowledged together.
 //
+// After an outage sarama keeps a producer from sending for up to 10 s once the cluster is
+// back: each partition's leader lookup sits behind a circuit breaker (3 failures, then open
+// for 10 s) that no setting changes. A send refused by an open breaker makes the Publisher
+// replace its producer (at most once a second), so appends resume as soon as the cluster
+// answers.
+//
 // It implements message.Publisher; it is safe for concurrent use.
 type Publisher struct {
 	producer  sarama.SyncProducer
@@ -25,9 +33,15 @@ type Publisher struct {
 	cfg       Config
 	logger    *slog.Logger
 
-	mu     sync.RWMutex // held for reading by sends, for writing by Close
+	mu     sync.RWMutex // held for reading by sends, for writing by Close and renew
 	closed bool
+
+	renewMu   sync.Mutex // one renewal at a time
+	renewedAt time.Time
 }
+
+// renewInterval is the least time between two replacements of the producer.
+const renewInterval = time.Second
 
 var _ message.Publisher = (*Publisher)(nil)
 
@@ -74,25 +88,65 @@ func (p *Publisher) PublishBatch(topic string, msgs ...*message.Message) error {
 		batch[i] = pm
 	}
 
+	producer, err := p.send(batch)
+	if err == nil {
+		return nil
+	}
+	var perrs sarama.ProducerErrors
+	if errors.As(err, &perrs) && len(perrs) > 0 {
+		err = fmt.Errorf("kafka: publish to %s: %d of %d messages failed, first: %w", physical, len(perrs), len(batch), perrs[0].Err)
+	} else if len(batch) == 1 {
+		err = fmt.Errorf("kafka: publish %s to %s: %w", msgs[0].UUID, physical, err)
+	} else {
+		err = fmt.Errorf("kafka: publish %d messages to %s: %w", len(batch), physical, err)
+	}
+	if errors.Is(err, breaker.ErrBreakerOpen) {
+		p.renew(producer)
+	}
+	return err
+}
+
+// send sends batch with the current producer, which it returns.
+func (p *Publisher) send(batch []*sarama.ProducerMessage) (sarama.SyncProducer, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
-		return ErrPublisherClosed
+		return nil, ErrPublisherClosed
 	}
 	if len(batch) == 1 {
-		if _, _, err := p.producer.SendMessage(batch[0]); err != nil {
-			return fmt.Errorf("kafka: publish %s to %s: %w", msgs[0].UUID, physical, err)
-		}
-		return nil
+		_, _, err := p.producer.SendMessage(batch[0])
+		return p.producer, err
 	}
-	if err := p.producer.SendMessages(batch); err != nil {
-		var perrs sarama.ProducerErrors
-		if errors.As(err, &perrs) && len(perrs) > 0 {
-			return fmt.Errorf("kafka: publish to %s: %d of %d messages failed, first: %w", physical, len(perrs), len(batch), perrs[0].Err)
-		}
-		return fmt.Errorf("kafka: publish %d messages to %s: %w", len(batch), physical, err)
+	return p.producer, p.producer.SendMessages(batch)
+}
+
+// renew replaces failed, the producer a send found behind an open circuit breaker, with a
+// new one (fresh breakers). While the cluster is still unreachable the new producer cannot
+// be built and failed stays: the next refused send tries again.
+func (p *Publisher) renew(failed sarama.SyncProducer) {
+	p.renewMu.Lock()
+	defer p.renewMu.Unlock()
+	if time.Since(p.renewedAt) < renewInterval {
+		return
 	}
-	return nil
+	p.renewedAt = time.Now()
+	fresh, err := sarama.NewSyncProducer(p.cfg.Brokers, p.cfg.ProducerConfig())
+	if err != nil {
+		p.logger.Warn("kafka: producer behind an open circuit breaker; a new one cannot connect yet", "err", err)
+		return
+	}
+	p.mu.Lock()
+	if p.closed || p.producer != failed {
+		p.mu.Unlock()
+		_ = fresh.Close()
+		return
+	}
+	p.producer = fresh
+	p.mu.Unlock() // no send holds failed any more: sends use the producer under the read lock
+	p.logger.Info("kafka: producer replaced after an outage (its circuit breaker was open)")
+	if err := failed.Close(); err != nil {
+		p.logger.Warn("kafka: close the replaced producer", "err", err)
+	}
 }
 
 // Close flushes and stops the producer; later publishes fail with ErrPublisherClosed.

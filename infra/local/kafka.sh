@@ -157,9 +157,27 @@ format_once() {
     { tail -n 20 "$OUT" >&2; die "kafka storage format failed; see $OUT"; }
 }
 
-# started_since OFFSET: the broker logged its start after byte OFFSET of its log.
+# log_mark: where the broker's log ends now, as INODE:SIZE (0:0 when there is none yet).
+log_mark() {
+  if [[ -f $LOGF ]]; then stat -c %i:%s "$LOGF"; else echo 0:0; fi
+}
+
+# started_since MARK: the broker logged its start after MARK (log_mark). The log rolls at
+# 50 MB (renamed aside, a new file begun): after a roll the start line is in the new file,
+# or at the end of the rolled one that still has MARK's inode.
 started_since() {
-  [[ -f $LOGF ]] && tail -c +"$(($1 + 1))" "$LOGF" 2>/dev/null | grep -q 'Kafka Server started'
+  local ino=${1%%:*} off=${1##*:} f
+  [[ -f $LOGF ]] || return 1
+  if [[ $(stat -c %i "$LOGF") == "$ino" ]]; then
+    tail -c +"$((off + 1))" "$LOGF" 2>/dev/null | grep -q 'Kafka Server started'
+    return
+  fi
+  grep -q 'Kafka Server started' "$LOGF" 2>/dev/null && return 0
+  for f in "$LOGF".*; do
+    [[ -f $f && $(stat -c %i "$f") == "$ino" ]] || continue
+    tail -c +"$((off + 1))" "$f" 2>/dev/null | grep -q 'Kafka Server started' && return 0
+  done
+  return 1
 }
 
 broker_ready() {
@@ -183,8 +201,8 @@ start() {
   check_port_free "kafka controller" "$CPORT"
   write_conf
   format_once
-  local offset=0
-  [[ -f $LOGF ]] && offset=$(stat -c %s "$LOGF")
+  local mark
+  mark=$(log_mark)
   log "starting kafka on 127.0.0.1:$PORT (controller $CPORT)"
   # setsid: its own session, so make's or a terminal's signals do not reach it. Run from a subshell in
   # the background setsid is not a group leader, so it execs java in place and $! is the JVM's pid.
@@ -198,7 +216,7 @@ start() {
   local deadline=$((SECONDS + 120)) rc
   while :; do
     rc=0
-    broker_ready "$offset" || rc=$?
+    broker_ready "$mark" || rc=$?
     ((rc == 0)) && break
     if ((rc == 2)); then
       tail -n 30 "$OUT" "$LOGF" >&2 2>/dev/null || true
