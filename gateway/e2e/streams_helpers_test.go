@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 
 	"tradesvc/cmd/tradesvc/app/apptest"
 	"tradesvc/gateway/gwclient"
+	"tradesvc/gateway/wstest"
 )
 
 // Stream settings of the stream tests' service: a listen key lapses in seconds (the tests
@@ -41,30 +40,10 @@ func startStreamsEnv(t testing.TB, quoted ...string) *env {
 	return envOn(t, apptest.Serve(t, apptest.Launch(t, vars)), quoted...)
 }
 
-// wsDialer dials the service over TLS (trusting its CA) from a chosen loopback source address
-// ("" any): every 127/8 address reaches the service, so a test owns its per-address count.
-// rcvBuf > 0 shrinks the socket's receive buffer, which makes a client that stops reading
-// slow for real.
+// wsDialer dials the service over TLS (trusting its CA) from source with receive buffer
+// rcvBuf: see wstest.Dialer.
 func (e *env) wsDialer(source string, rcvBuf int) *websocket.Dialer {
-	return &websocket.Dialer{TLSClientConfig: e.svc.TLS.Clone(), HandshakeTimeout: 10 * time.Second,
-		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			d := net.Dialer{Timeout: 10 * time.Second}
-			if source != "" {
-				d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(source)}
-			}
-			if rcvBuf > 0 {
-				d.Control = func(_, _ string, c syscall.RawConn) error {
-					var serr error
-					if err := c.Control(func(fd uintptr) {
-						serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvBuf)
-					}); err != nil {
-						return err
-					}
-					return serr
-				}
-			}
-			return d.DialContext(ctx, network, addr)
-		}}
+	return wstest.Dialer(e.svc.TLS, source, rcvBuf, 10*time.Second)
 }
 
 func (e *env) wsURL(path string) string {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"tradesvc/events/dec"
+	"tradesvc/gateway/wstest"
 	"tradesvc/infra/leakcheck"
 	"tradesvc/query"
 )
@@ -77,24 +77,7 @@ func startServer(t *testing.T, cfg Config, deps Deps) *testServer {
 // dialer connects from a chosen loopback source address (every 127/8 address reaches the
 // server), with an optionally tiny receive buffer to make a client slow for real.
 func dialer(source string, rcvBuf int) *websocket.Dialer {
-	return &websocket.Dialer{HandshakeTimeout: 5 * time.Second, NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		d := net.Dialer{Timeout: 5 * time.Second}
-		if source != "" {
-			d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(source)}
-		}
-		if rcvBuf > 0 {
-			d.Control = func(_, _ string, c syscall.RawConn) error {
-				var serr error
-				if err := c.Control(func(fd uintptr) {
-					serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvBuf)
-				}); err != nil {
-					return err
-				}
-				return serr
-			}
-		}
-		return d.DialContext(ctx, network, addr)
-	}}
+	return wstest.Dialer(nil, source, rcvBuf, 5*time.Second)
 }
 
 // client is a test WebSocket client.
