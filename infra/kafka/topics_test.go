@@ -100,14 +100,34 @@ func TestEnsureTopics_CreatesCatalogueIdempotentlyAndRestoresConfigs(t *testing.
 
 	// Drift: someone shortened the retention of the command log by hand.
 	oneHour := "3600000"
-	if err := admin.AlterConfig(sarama.TopicResource, cfg.Topic(events.TopicCommands().Name), map[string]*string{"retention.ms": &oneHour}, false); err != nil {
+	commands := cfg.Topic(events.TopicCommands().Name)
+	if err := admin.AlterConfig(sarama.TopicResource, commands, map[string]*string{"retention.ms": &oneHour}, false); err != nil {
 		t.Fatal(err)
+	}
+	// The controller has committed the change; the broker that answers DescribeConfig
+	// applies it from the metadata log a moment later. EnsureTopics must see the drift.
+	if got := awaitTopicConfig(t, admin, commands, "retention.ms", oneHour); got != oneHour {
+		t.Fatalf("drift never became visible: retention.ms=%q, want %q", got, oneHour)
 	}
 	if err := kafka.EnsureTopics(ctx, cfg, events.Topics()); err != nil {
 		t.Fatal(err)
 	}
-	if got := topicConfig(t, admin, cfg.Topic(events.TopicCommands().Name))["retention.ms"]; got != "-1" {
+	if got := awaitTopicConfig(t, admin, commands, "retention.ms", "-1"); got != "-1" {
 		t.Errorf("after drift: retention.ms=%q, want -1 restored", got)
+	}
+}
+
+// awaitTopicConfig reads key of topic until it equals want or 10 s pass, and returns the
+// last value read: config changes reach the broker's view asynchronously.
+func awaitTopicConfig(t *testing.T, admin sarama.ClusterAdmin, topic, key, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := topicConfig(t, admin, topic)[key]
+		if got == want || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
