@@ -132,13 +132,8 @@ func (r *Relay) relayFacts(ctx context.Context) error {
 	// The cursor is saved behind the loop (the newest position wins): a deal on its way to a
 	// RESULT wait never queues behind the previous batch's cursor commit. A crash then re-appends
 	// at most the facts since the last save, which the projections drop by their seq.
-	saves := make(chan uint64, 1)
-	saved := make(chan struct{})
-	go r.saveCursors(ctx, CursorFacts, saves, saved)
-	defer func() {
-		close(saves)
-		<-saved
-	}()
+	save, stop := r.saveBehind(ctx, CursorFacts)
+	defer stop()
 	for {
 		pollCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		facts, err := r.port.Facts(pollCtx, cursor, r.cfg.Batch)
@@ -166,15 +161,31 @@ func (r *Relay) relayFacts(ctx context.Context) error {
 		}
 		cursor = facts[len(facts)-1].Seq
 		r.appended(CursorFacts, len(evs), cursor)
+		save(cursor)
+	}
+}
+
+// saveBehind starts saving cursor name behind a relay loop: save hands over a position
+// without waiting (a pending one is replaced by the newer), stop saves the last one handed
+// over and returns.
+func (r *Relay) saveBehind(ctx context.Context, name string) (save func(uint64), stop func()) {
+	saves := make(chan uint64, 1)
+	saved := make(chan struct{})
+	go r.saveCursors(ctx, name, saves, saved)
+	save = func(pos uint64) {
 		select {
-		case saves <- cursor:
+		case saves <- pos:
 		default: // a save is pending: replace it with the newer position
 			select {
 			case <-saves:
 			default:
 			}
-			saves <- cursor
+			saves <- pos
 		}
+	}
+	return save, func() {
+		close(saves)
+		<-saved
 	}
 }
 
@@ -200,6 +211,11 @@ func (r *Relay) relayTicks(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Saved behind the loop too: a quote is not held back by the previous batch's commit. A
+	// crash re-appends the ticks since the last save; the market projections drop a tick
+	// whose feed sequence they have seen.
+	save, stop := r.saveBehind(ctx, CursorTicks)
+	defer stop()
 	for {
 		pollCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		ticks, err := r.port.Ticks(pollCtx, cursor, r.cfg.Batch)
@@ -225,9 +241,7 @@ func (r *Relay) relayTicks(ctx context.Context) error {
 		}
 		cursor = ticks[len(ticks)-1].Seq
 		r.appended(CursorTicks, len(evs), cursor)
-		if err := r.cursors.Save(ctx, CursorTicks, cursor); err != nil {
-			return err
-		}
+		save(cursor)
 	}
 }
 

@@ -40,12 +40,20 @@ type Config struct {
 	// WriteTimeout bounds one write to a client; a client that accepts nothing for this long
 	// is dropped (default 10 s).
 	WriteTimeout time.Duration
-	// Coalesce is the least time between two data writes to one connection (default 2 ms):
-	// a frame that follows the previous write sooner waits that long and goes out in one
-	// write with whatever arrived meanwhile. A quiet connection gets each frame at once; a
-	// busy one gets a batch every Coalesce, which bounds its writes (system calls, TLS
-	// records, wake-ups) however fast its streams are. Negative turns it off.
-	Coalesce time.Duration
+	// Coalesce, CoalescePerConn and CoalesceMax space the data writes to one connection: a
+	// frame that follows the connection's previous write sooner than the window waits out
+	// the window and goes out in one write with whatever arrived meanwhile. The window is
+	// CoalescePerConn times the connections open on this gateway, at least Coalesce
+	// (default 2 ms) and at most CoalesceMax (default 50 ms); CoalescePerConn defaults to
+	// 40 µs, about what one write to one client costs, so with a thousand busy connections
+	// each is written every 40 ms and every connection's turn comes within the window. A
+	// quiet connection gets each frame at once; a busy one gets a batch per window, which
+	// bounds the writes (system calls, TLS records, wake-ups) however fast its streams are
+	// and keeps the goroutines that feed the streams from queueing behind a thousand
+	// writers (docs/benchmarks.md, Streams). A negative Coalesce turns the spacing off.
+	Coalesce        time.Duration
+	CoalescePerConn time.Duration
+	CoalesceMax     time.Duration
 	// CloseGrace is how long a closing connection waits for the client's close frame before
 	// the socket is closed (default 2 s).
 	CloseGrace time.Duration
@@ -87,6 +95,8 @@ func (c Config) WithDefaults() Config {
 	setDur(&c.WriteTimeout, 10*time.Second)
 	setDur(&c.CloseGrace, 2*time.Second)
 	setDur(&c.Coalesce, 2*time.Millisecond)
+	setDur(&c.CoalescePerConn, 40*time.Microsecond)
+	setDur(&c.CoalesceMax, 50*time.Millisecond)
 	setDur(&c.SymbolRefresh, 10*time.Second)
 	setDur(&c.ListenKeyLifetime, 60*time.Minute)
 	setDur(&c.UserRecheck, 5*time.Second)
@@ -128,6 +138,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxMessageBytes <= 0 {
 		errs = append(errs, errors.New("streams: MaxMessageBytes must be positive"))
+	}
+	if c.CoalescePerConn < 0 {
+		errs = append(errs, fmt.Errorf("streams: CoalescePerConn must not be negative, got %v", c.CoalescePerConn))
+	}
+	if c.Coalesce >= 0 && c.CoalesceMax < c.Coalesce {
+		errs = append(errs, fmt.Errorf("streams: CoalesceMax (%v) must be at least Coalesce (%v)", c.CoalesceMax, c.Coalesce))
 	}
 	return errors.Join(errs...)
 }

@@ -45,6 +45,7 @@ type Server struct {
 	market *Market
 	users  *Users
 	adm    *admission
+	pace   *pacer // every connection's, market and user streams alike
 
 	upgrade fiber.Handler
 
@@ -64,10 +65,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, adm: newAdmission(cfg.MaxConnsPerAddr, cfg.MaxConns), live: make(map[*session]struct{})}
+	s.pace = newPacer(&s.cfg)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.market = newMarket(&s.cfg, deps.Symbols)
 	if deps.Changes != nil {
-		s.users = &Users{cfg: &s.cfg, feed: deps.Changes, keys: deps.Keys, switches: deps.Switches,
+		s.users = &Users{cfg: &s.cfg, pace: s.pace, feed: deps.Changes, keys: deps.Keys, switches: deps.Switches,
 			store: deps.ListenKeys, log: cfg.Logger, open: make(map[string]map[*userConn]struct{})}
 	}
 	s.upgrade = fws.New(s.serveConn, fws.Config{HandshakeTimeout: cfg.WriteTimeout, ReadBufferSize: 4096, WriteBufferSize: 4096})
@@ -175,7 +177,7 @@ func (s *Server) serveConn(conn *fws.Conn) {
 		return // the slot expired before the connection started: it was counted free (and closed)
 	}
 	defer req.ticket.done()
-	sess := newSession(&s.cfg)
+	sess := newSession(&s.cfg, s.pace)
 	if req.user != nil {
 		sess = req.user.session // made before the upgrade: it may already be closing
 	}
@@ -206,6 +208,7 @@ func (s *Server) track(sess *session) bool {
 	}
 	s.handler.Add(1)
 	s.live[sess] = struct{}{}
+	s.pace.open.Add(1)
 	return true
 }
 
@@ -213,6 +216,7 @@ func (s *Server) untrack(sess *session) {
 	s.mu.Lock()
 	delete(s.live, sess)
 	s.mu.Unlock()
+	s.pace.open.Add(-1)
 	s.handler.Done()
 }
 

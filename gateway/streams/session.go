@@ -40,6 +40,27 @@ func putBatch(bp *[]byte, b []byte) {
 
 var errTooBig = errors.New("streams: inbound message over the size limit")
 
+// pacer knows how many connections this gateway has open and spaces each one's data writes
+// by a window that grows with them (Config.Coalesce, CoalescePerConn, CoalesceMax): every
+// write readies a goroutine and costs a system call and a TLS record, and a thousand
+// writers woken for every tick would queue the goroutines that carry the ticks behind them.
+type pacer struct {
+	least, perConn, most time.Duration
+	open                 atomic.Int64
+}
+
+func newPacer(cfg *Config) *pacer {
+	return &pacer{least: cfg.Coalesce, perConn: cfg.CoalescePerConn, most: cfg.CoalesceMax}
+}
+
+// window is the least time between two data writes to one connection now (0: none).
+func (p *pacer) window() time.Duration {
+	if p == nil || p.least < 0 {
+		return 0
+	}
+	return min(max(time.Duration(p.open.Load())*p.perConn, p.least), p.most)
+}
+
 // session is one WebSocket connection. The handler goroutine reads (readLoop); a writer
 // goroutine owns every write: queued frames, the change feed of a user stream, pings, pongs,
 // the lifetime and the closing handshake. Publishers only ever enqueue without blocking, so
@@ -51,8 +72,9 @@ var errTooBig = errors.New("streams: inbound message over the size limit")
 // single Write of whole frames, and the connection serialises Writes, so the library's own
 // rare writes (a close after a protocol error) cannot interleave with ours.
 type session struct {
-	ws  *websocket.Conn
-	cfg *Config
+	ws   *websocket.Conn
+	cfg  *Config
+	pace *pacer
 
 	queue chan []byte // framed
 	ctrl  chan []byte // framed control frames from the reader (pongs)
@@ -80,8 +102,8 @@ type session struct {
 }
 
 // newSession makes a session; ws is set once the connection is upgraded.
-func newSession(cfg *Config) *session {
-	s := &session{cfg: cfg, queue: make(chan []byte, cfg.SendQueue), ctrl: make(chan []byte, 4),
+func newSession(cfg *Config, pace *pacer) *session {
+	s := &session{cfg: cfg, pace: pace, queue: make(chan []byte, cfg.SendQueue), ctrl: make(chan []byte, 4),
 		closing: make(chan struct{}), writerDone: make(chan struct{}),
 		rate: rateWindow{times: make([]time.Time, cfg.MaxMessageRate)}}
 	s.lastPong.Store(time.Now().UnixNano())
@@ -271,11 +293,11 @@ func (s *session) writeLoop() {
 	}
 }
 
-// flush writes first and whatever else is queued (once Coalesce has passed since the last
-// data write: a busy connection's frames go out in batches) (frames, then a user stream's pending
-// changes), up to maxBatch bytes, in one write.
+// flush writes first and whatever else is queued (once the pacer's window has passed since
+// the last data write: a busy connection's frames go out in batches) (frames, then a user
+// stream's pending changes), up to maxBatch bytes, in one write.
 func (s *session) flush(first []byte) bool {
-	if wait := s.cfg.Coalesce - time.Since(s.lastWrite); wait > 0 {
+	if wait := s.pace.window() - time.Since(s.lastWrite); wait > 0 {
 		time.Sleep(wait)
 	}
 	bp := getBatch()

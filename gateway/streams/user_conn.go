@@ -32,7 +32,7 @@ var userKinds = map[string]bool{"DEAL": true, "ORDER_UPDATE": true, "POSITION_UP
 // even starts). run then serves it on the upgraded connection; release undoes follow when
 // the connection never starts.
 func (u *Users) follow(ctx context.Context, lk ListenKey, ks KeyScope) *userConn {
-	c := &userConn{session: newSession(u.cfg), u: u, ctx: ctx, lk: lk, keyID: ks.ID, first: ks}
+	c := &userConn{session: newSession(u.cfg, u.pace), u: u, ctx: ctx, lk: lk, keyID: ks.ID, first: ks}
 	c.setScope(ks.Logins)
 	c.sub = u.feed.Subscribe(c.inScope, u.cfg.UserBuffer)
 	u.register(c)

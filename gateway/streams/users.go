@@ -15,6 +15,7 @@ import (
 // carries the events of every login in the key's scope.
 type Users struct {
 	cfg      *Config
+	pace     *pacer
 	feed     ChangeFeed
 	keys     Keys
 	switches Switches
