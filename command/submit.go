@@ -271,7 +271,7 @@ func (c core) answer(ctx context.Context, symbols SymbolReader, rec Record, kind
 		}
 		op = operationOf(ev)
 	}
-	res := Result{Op: op, Known: known, Queued: QueuedStatus(op.Kind, op.Type), RespType: rt}
+	res := Result{Op: op, Known: known, Queued: query.QueuedStatus(op.Kind, op.Type), RespType: rt}
 	if op.Symbol != "" {
 		spec, ok, err := symbols.Symbol(ctx, op.Symbol)
 		if err != nil {
@@ -334,17 +334,8 @@ func operationOf(ev events.Event) query.Operation {
 	case *events.SweepRequested:
 		set(e.Operation, query.KindCloseAll)
 	}
-	op.Status = QueuedStatus(op.Kind, op.Type)
+	op.Status = query.QueuedStatus(op.Kind, op.Type)
 	return op
-}
-
-// QueuedStatus is an operation's status while nothing answered it (docs/trading.md).
-func QueuedStatus(kind, typ string) string {
-	switch {
-	case kind == query.KindPlaceOrder && IsPendingType(typ), kind == query.KindModifyOrder:
-		return events.StatusNew
-	}
-	return events.StatusAccepted
 }
 
 func ptr(d apd.Decimal) *apd.Decimal { return &d }

@@ -25,8 +25,11 @@ type Change struct {
 	// and the value of C (0 / "" when the change was not caused through the API).
 	APIKeyID      int64
 	ClientOrderID string
-	// Event is the user-stream frame without C (OPERATION: {"status", "version"}).
-	Event     json.RawMessage
+	// Event is the user-stream frame without C (OPERATION: {"status", "version", "answered"}).
+	Event json.RawMessage
+	// Answered: an OPERATION row whose operation now has the answer the endpoints that wait
+	// return (true for rows written before the flag existed: a waiter then reads, as it did).
+	Answered  bool
 	CreatedAt time.Time
 }
 
@@ -210,14 +213,15 @@ func (f *ChangeFeed) catchUp(ctx context.Context, conn *pgx.Conn) error {
 		after := f.last
 		f.mu.Unlock()
 		rows, err := conn.Query(ctx, `SELECT seq, login, kind, coalesce(operation_id, ''), coalesce(api_key_id, 0),
-			coalesce(client_order_id, ''), event, created_at FROM rm.changes WHERE seq > $1 ORDER BY seq LIMIT $2`,
+			coalesce(client_order_id, ''), event, coalesce((event->>'answered')::boolean, true), created_at
+			FROM rm.changes WHERE seq > $1 ORDER BY seq LIMIT $2`,
 			after, changeFeedPage)
 		if err != nil {
 			return fmt.Errorf("read changes: %w", err)
 		}
 		page, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Change, error) {
 			var c Change
-			err := row.Scan(&c.Seq, &c.Login, &c.Kind, &c.OperationID, &c.APIKeyID, &c.ClientOrderID, &c.Event, &c.CreatedAt)
+			err := row.Scan(&c.Seq, &c.Login, &c.Kind, &c.OperationID, &c.APIKeyID, &c.ClientOrderID, &c.Event, &c.Answered, &c.CreatedAt)
 			return c, err
 		})
 		if err != nil {
@@ -244,8 +248,10 @@ func (f *ChangeFeed) dispatch(page []Change) {
 	for _, c := range page {
 		f.last = c.Seq
 		// An operation's answer is in its OPERATION row (every change of its status, codes,
-		// deals or decision writes one): its DEAL and ORDER_UPDATE rows need not wake waiters.
-		if c.Kind == ChangeOperation && c.OperationID != "" {
+		// deals or decision writes one): its DEAL and ORDER_UPDATE rows need not wake waiters,
+		// nor does an OPERATION row of a state that answers nobody yet (ACCEPTED, a fill its
+		// deals have not confirmed): the waiter would read and wait again.
+		if c.Kind == ChangeOperation && c.OperationID != "" && c.Answered {
 			for ch := range f.watchers[c.OperationID] {
 				select {
 				case ch <- struct{}{}:
@@ -270,8 +276,9 @@ func (f *ChangeFeed) dispatch(page []Change) {
 	}
 }
 
-// WatchOperation registers for wake-ups on every OPERATION change of operationID: the channel holds at
-// most one pending wake-up. Call the returned function to stop watching.
+// WatchOperation registers for wake-ups on every OPERATION change of operationID that answers
+// it (Change.Answered): the channel holds at most one pending wake-up. Call the returned
+// function to stop watching.
 func (f *ChangeFeed) WatchOperation(operationID string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	f.mu.Lock()

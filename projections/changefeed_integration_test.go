@@ -146,6 +146,20 @@ func TestChangeFeedWakesOperationWatchers(t *testing.T) {
 		t.Fatal("op-a watcher woken by a DEAL row")
 	default:
 	}
+	// Nor does an OPERATION row of a state that answers nobody yet.
+	unanswered := changeRow{login: 1, kind: ChangeOperation, operationID: "op-a",
+		event: []byte(`{"status":"ACCEPTED","version":1,"answered":false}`)}
+	e.write(unanswered, row(1, ChangeOperation, "op-b"))
+	select {
+	case <-b:
+	case <-time.After(10 * time.Second):
+		t.Fatal("op-b watcher not woken")
+	}
+	select {
+	case <-a:
+		t.Fatal("op-a watcher woken by an OPERATION row that answers nobody")
+	default:
+	}
 	e.write(row(1, ChangeOperation, "op-b"), row(1, ChangeOperation, "op-a"), row(1, ChangeOperation, "op-a"))
 	select {
 	case <-a:

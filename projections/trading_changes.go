@@ -51,7 +51,7 @@ func (t *Trading) queueChanges(b *pgx.Batch, items []*tradingItem, owners map[lo
 		if !o.Visible {
 			continue
 		}
-		ev, err := json.Marshal(operationFrame{Status: o.Derived.Status, Version: o.Version})
+		ev, err := json.Marshal(operationFrame{Status: o.Derived.Status, Version: o.Version, Answered: o.Answered})
 		if err != nil {
 			return err
 		}

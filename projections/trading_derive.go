@@ -8,6 +8,7 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/events/dec"
+	"tradesvc/query"
 )
 
 // opChange is an operation whose derived columns a batch changed.
@@ -18,6 +19,9 @@ type opChange struct {
 	Version     int64
 	// Visible: status, code, retcode, orderId or executedVolume changed (an OPERATION row).
 	Visible bool
+	// Answered: the endpoints that wait have their answer in Derived (query.Answered); the
+	// OPERATION row says so and only such a row wakes them.
+	Answered bool
 }
 
 // touched collects the operations a batch may have changed: by id (commands, outcomes), by
@@ -129,8 +133,10 @@ func (t *Trading) queueDerived(b *pgx.Batch, ops []*loadedOp) []opChange {
 		if !anyChange(d, o.stored) {
 			continue
 		}
+		answered := query.Answered(query.Operation{Kind: o.in.Kind, Type: o.in.Type, Status: d.Status, Code: d.Code,
+			Retcode: d.Retcode, Deals: d.Deals, Decided: d.Decided}, query.QueuedStatus(o.in.Kind, o.in.Type))
 		changes = append(changes, opChange{OperationID: o.id, Login: o.login, Derived: d, Version: o.version + 1,
-			Visible: visibleChange(d, o.stored)})
+			Visible: visibleChange(d, o.stored), Answered: answered})
 	}
 	if len(changes) > 0 {
 		queueDerivedUpdate(b, changes)

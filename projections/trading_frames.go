@@ -94,8 +94,9 @@ type accountFrame struct {
 
 // operationFrame wakes RESULT waiters; version orders the states of one operation.
 type operationFrame struct {
-	Status  string `json:"status"`
-	Version int64  `json:"version"`
+	Status   string `json:"status"`
+	Version  int64  `json:"version"`
+	Answered bool   `json:"answered"`
 }
 
 // digitsFunc returns a symbol's digits; ok is false when the symbol is unknown.

@@ -266,6 +266,12 @@ func TestTradingProjectionDerivesEveryStateAndWritesTheChangeFeed(t *testing.T) 
 		if cs[1].OperationID != "op-m1" || cs[1].Event["status"] != "FILLED" {
 			t.Fatalf("OPERATION row %+v", cs[1])
 		}
+		// Only the confirmed fill answers a RESULT wait: the rows before it wake no one.
+		for i, want := range map[int]bool{0: false, 1: false, 3: true} {
+			if got := cs[i].Event["answered"]; got != want {
+				t.Fatalf("OPERATION row %d (%v): answered=%v, want %v", i, cs[i].Event["status"], got, want)
+			}
+		}
 		deal := cs[2]
 		if deal.APIKeyID != trAPIKey || deal.ClientOrderID != "coid-op-m1" || deal.OperationID != "op-m1" {
 			t.Fatalf("DEAL resolution %+v", deal)

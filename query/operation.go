@@ -14,7 +14,8 @@ type OperationReader interface {
 }
 
 // OperationWatcher wakes a waiter whenever the change feed reports a change of an
-// operation (projections.ChangeFeed). The channel is buffered: wake-ups coalesce.
+// operation that answers it (projections.ChangeFeed): a state that answers nobody yet wakes
+// no one. The channel is buffered: wake-ups coalesce.
 type OperationWatcher interface {
 	WatchOperation(operationID string) (<-chan struct{}, func())
 }
@@ -37,25 +38,26 @@ func NewOperationAwaiter(ops OperationReader, watcher OperationWatcher) (Operati
 
 // Await waits up to timeout until attempt (or a later one) of operation operationID is
 // answered (Answered). It returns the operation as last read and whether the read model knew
-// that attempt at all.
+// that attempt at all. It reads the read model at the start, on every wake-up and once more
+// when the time is up (the status reached meanwhile is the answer then).
 func (a OperationAwaiter) Await(ctx context.Context, operationID, queued string, attempt int, timeout time.Duration) (Operation, bool, error) {
 	wake, stop := a.watcher.WatchOperation(operationID) // before the first read: no change is missed
 	defer stop()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	for {
+	for last := false; ; {
 		op, ok, err := a.ops.Operation(ctx, operationID)
 		if err != nil {
 			return op, ok, fmt.Errorf("read operation %s: %w", operationID, err)
 		}
 		ok = ok && op.Attempt >= attempt // an older attempt's answer is not this one's
-		if ok && Answered(op, queued) {
-			return op, true, nil
+		if ok && Answered(op, queued) || last {
+			return op, ok, nil
 		}
 		select {
 		case <-wake:
 		case <-timer.C:
-			return op, ok, nil
+			last = true
 		case <-ctx.Done():
 			return op, ok, ctx.Err()
 		}

@@ -26,6 +26,7 @@ type fakeTrading struct {
 	deals     []query.Deal
 	ordersW   query.OrdersWindow
 	tradesW   query.TradesWindow
+	reads     chan string // when set, each Operation read sends its id
 }
 
 func newFakeTrading() *fakeTrading {
@@ -34,8 +35,12 @@ func newFakeTrading() *fakeTrading {
 
 func (f *fakeTrading) Operation(_ context.Context, id string) (query.Operation, bool, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	op, ok := f.ops[id]
+	reads := f.reads
+	f.mu.Unlock()
+	if reads != nil {
+		reads <- id
+	}
 	return op, ok, nil
 }
 
@@ -331,5 +336,39 @@ func TestOperationAwaiterReadsAgainOnEveryWakeUp(t *testing.T) {
 	op, found, err := a.Await(context.Background(), "nope", "ACCEPTED", 0, time.Millisecond)
 	if err != nil || found || op.OperationID != "" {
 		t.Fatalf("unknown operation: %+v %v %v", op, found, err)
+	}
+}
+
+// A state that answers nobody wakes no one (the change feed says so), so the awaiter reads
+// once more when its time is up: the status reached meanwhile is the answer.
+func TestOperationAwaiterReadsTheStatusReachedWhenTheTimeIsUp(t *testing.T) {
+	f := newFakeTrading()
+	f.reads = make(chan string, 4)
+	a, err := query.NewOperationAwaiter(f, watcher{ch: make(chan struct{}, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		op    query.Operation
+		found bool
+	}
+	done := make(chan result, 1)
+	go func() {
+		op, found, err := a.Await(context.Background(), "late", "ACCEPTED", 1, 200*time.Millisecond)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- result{op, found}
+	}()
+	<-f.reads // the first read: the command is not projected yet
+	f.mu.Lock()
+	f.ops["late"] = query.Operation{OperationID: "late", Kind: query.KindPlaceOrder, Type: "MARKET", Status: "ACCEPTED", Attempt: 1}
+	f.mu.Unlock()
+	r := <-done
+	if !r.found || r.op.Status != "ACCEPTED" {
+		t.Fatalf("after the time is up: %+v found=%v, want the ACCEPTED operation", r.op, r.found)
+	}
+	if n := len(f.reads); n != 1 {
+		t.Fatalf("%d reads after the first, want exactly the one when the time was up", n)
 	}
 }

@@ -202,7 +202,7 @@ func measureFloor(b *testing.B, e *env, hc *fasthttp.HostClient) floor {
 func BenchmarkE2EOrderResult(b *testing.B) {
 	e, hc := tradingBenchEnv(b)
 	fl := measureFloor(b, e, hc)
-	const rate = 200
+	rate := benchInt("TRADESVC_BENCH_RESULT_RATE", 200)
 	dur := benchSeconds(60)
 	b.ResetTimer()
 	var mu sync.Mutex
@@ -210,7 +210,7 @@ func BenchmarkE2EOrderResult(b *testing.B) {
 	var bad atomic.Int64
 	var firstBad atomic.Value
 	var wg sync.WaitGroup
-	tick := time.NewTicker(time.Second / rate)
+	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
 	end := time.Now().Add(dur)
 	for i := 0; time.Now().Before(end); i++ {
