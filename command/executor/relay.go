@@ -110,17 +110,23 @@ func (r *Relay) Run(ctx context.Context) error {
 	return g.Wait()
 }
 
+// forever runs loop again after each failure, at most a second later: the relay carries
+// every quote and fact, so it must resume within a second of the broker or the trade server
+// coming back (a retry is one request to each). An outage is logged at its first attempt
+// and every tenth after; OnError hears of every one.
 func (r *Relay) forever(ctx context.Context, name string, loop func(context.Context) error) {
 	for attempt := 1; ctx.Err() == nil; attempt++ {
 		err := loop(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		r.log.Warn("relay loop failed; retrying", "loop", name, "err", err, "attempt", attempt)
+		if attempt == 1 || attempt%10 == 0 {
+			r.log.Warn("relay loop failed; retrying", "loop", name, "err", err, "attempt", attempt)
+		}
 		if r.cfg.OnError != nil {
 			r.cfg.OnError(name, err)
 		}
-		wait(ctx, min(time.Duration(attempt)*250*time.Millisecond, 5*time.Second))
+		wait(ctx, min(time.Duration(attempt)*250*time.Millisecond, time.Second))
 	}
 }
 
