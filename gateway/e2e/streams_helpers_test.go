@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -82,24 +81,7 @@ func (e *env) wsWith(t testing.TB, d *websocket.Dialer, path string) *wsClient {
 // envelope's code.
 func (e *env) wsRefused(t testing.TB, d *websocket.Dialer, path string) (int, int) {
 	t.Helper()
-	conn, res, err := d.Dial(e.wsURL(path), nil)
-	if err == nil {
-		conn.Close()
-		t.Fatalf("dial %s upgraded, want a refusal", path)
-	}
-	if res == nil {
-		t.Fatalf("dial %s: %v, no HTTP answer", path, err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	var env struct {
-		Code int    `json:"code"`
-		Msg  string `json:"msg"`
-	}
-	if json.Unmarshal(body, &env) != nil || env.Msg == "" {
-		t.Fatalf("dial %s: refusal body %q is not the error envelope", path, body)
-	}
-	return res.StatusCode, env.Code
+	return wstest.Refused(t, d, e.wsURL(path))
 }
 
 func (c *wsClient) send(frame string) {

@@ -104,24 +104,7 @@ func (ts *testServer) dialWith(t *testing.T, d *websocket.Dialer, path string) *
 // refused dials path and returns the HTTP status and error code of the refusal.
 func (ts *testServer) refused(t *testing.T, d *websocket.Dialer, path string) (int, int) {
 	t.Helper()
-	ws, res, err := d.Dial("ws://"+ts.addr+path, nil)
-	if err == nil {
-		ws.Close()
-		t.Fatalf("dial %s: upgraded, want a refusal", path)
-	}
-	if res == nil {
-		t.Fatalf("dial %s: %v, no HTTP answer", path, err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	var env struct {
-		Code int    `json:"code"`
-		Msg  string `json:"msg"`
-	}
-	if json.Unmarshal(body, &env) != nil || env.Msg == "" {
-		t.Fatalf("refusal body %q is not the error envelope", body)
-	}
-	return res.StatusCode, env.Code
+	return wstest.Refused(t, d, "ws://"+ts.addr+path)
 }
 
 func (c *client) send(v string) {
