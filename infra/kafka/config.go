@@ -14,7 +14,15 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/rcrowley/go-metrics"
 )
+
+func init() {
+	// sarama records every request, batch and response in go-metrics histograms (samples with
+	// exponential decay, a few percent of the process's CPU under load) that nothing reads:
+	// the service's own metrics are in infra/metrics. Nil metrics record nothing.
+	metrics.UseNilMetrics = true
+}
 
 // ProtocolVersion is the Kafka protocol version sarama speaks. It must be set explicitly:
 // watermill's default (1.0) disables features the service relies on, and the brokers we
