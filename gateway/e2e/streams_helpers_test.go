@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -155,20 +154,7 @@ func (c *wsClient) reply(frame, idJSON string) map[string]json.RawMessage {
 // frames that came before it.
 func (c *wsClient) closed(within time.Duration) (int, string, [][]byte) {
 	c.t.Helper()
-	var frames [][]byte
-	_ = c.ws.SetReadDeadline(time.Now().Add(within))
-	for {
-		_, data, err := c.ws.ReadMessage()
-		if err == nil {
-			frames = append(frames, data)
-			continue
-		}
-		var ce *websocket.CloseError
-		if errors.As(err, &ce) {
-			return ce.Code, ce.Text, frames
-		}
-		c.t.Fatalf("the connection ended without a close frame: %v (after %d frames)", err, len(frames))
-	}
+	return wstest.Closed(c.t, c.ws, within)
 }
 
 // wantControlError checks an error reply: code, a message, and the id (a number or null).

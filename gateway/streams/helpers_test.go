@@ -3,7 +3,6 @@ package streams
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -133,19 +132,7 @@ func (c *client) next() map[string]json.RawMessage {
 // before it are returned too.
 func (c *client) closed(within time.Duration) (code int, reason string, frames [][]byte) {
 	c.t.Helper()
-	_ = c.ws.SetReadDeadline(time.Now().Add(within))
-	for {
-		_, data, err := c.ws.ReadMessage()
-		if err == nil {
-			frames = append(frames, data)
-			continue
-		}
-		var ce *websocket.CloseError
-		if errors.As(err, &ce) {
-			return ce.Code, ce.Text, frames
-		}
-		c.t.Fatalf("read ended without a close frame: %v (after %d frames)", err, len(frames))
-	}
+	return wstest.Closed(c.t, c.ws, within)
 }
 
 // fakeMarket publishes quotes and day statistics as the market projection would.
