@@ -56,8 +56,13 @@ func (h PlaceOrderHandler) Handle(ctx context.Context, cmd PlaceOrder) (Result, 
 
 // orderEvent is the OrderRequested_v1 of a validated order.
 func orderEvent(head events.Operation, o order) *events.OrderRequested {
-	return &events.OrderRequested{Operation: head,
+	ev := &events.OrderRequested{Operation: head,
 		Symbol: o.Symbol, Side: o.Side, Type: o.Type, Volume: o.Volume, Price: o.Price, StopLimitPrice: o.StopLimitPrice,
 		SL: o.SL, TP: o.TP, TimeInForce: o.TimeInForce, Expiration: o.Expiration, Comment: o.Comment,
 		QuotedPrice: o.QuotedPrice}
+	if q := o.Quote; q != nil {
+		bid, ask := q.Bid, q.Ask
+		ev.QuoteBid, ev.QuoteAsk, ev.QuoteTime = &bid, &ask, q.Time
+	}
+	return ev
 }

@@ -97,6 +97,8 @@ type order struct {
 	Expiration     int64
 	Comment        string
 	QuotedPrice    *apd.Decimal
+	// Quote is the fresh quote the order was validated against (nil: none was fresh).
+	Quote *query.Quote
 }
 
 // Order validates the parameters of a new order in the spec's order: the parameters
@@ -206,6 +208,7 @@ func (v *Validator) Order(ctx context.Context, p Params, now time.Time) (order, 
 	if !fresh {
 		return o, nil // the trade server checks the prices (its refusal carries mt5RetCode)
 	}
+	o.Quote = &q
 	if !pending {
 		if o.spec.ExecutionMode == "REQUEST" || o.spec.ExecutionMode == "INSTANT" {
 			qp := q.Bid

@@ -62,6 +62,12 @@ type OrderRequested struct {
 	// (ask for a buy, bid for a sell); the executor sends it to symbols in REQUEST or INSTANT
 	// execution, where the trade server requotes when the market has moved from it.
 	QuotedPrice *apd.Decimal `json:"quotedPrice,omitempty"`
+	// QuoteBid, QuoteAsk and QuoteTime are the quote the gateway validated the order against
+	// (both sides and its tick time, Unix ms), absent when no fresh quote was known: the
+	// arrival price of execution-quality analysis.
+	QuoteBid  *apd.Decimal `json:"quoteBid,omitempty"`
+	QuoteAsk  *apd.Decimal `json:"quoteAsk,omitempty"`
+	QuoteTime int64        `json:"quoteTime,omitempty"`
 }
 
 // OrderModifyRequested changes a pending order (PUT /v1/order).

@@ -55,6 +55,21 @@ type ExecutionOutcome struct {
 	Volume   *apd.Decimal `json:"volume,omitempty"`
 	// DecidedAt is when the outcome was known, Unix ms.
 	DecidedAt int64 `json:"decidedAt"`
+	// SentAt is when the executor handed this attempt to the trade server, Unix ms; absent
+	// when it was not sent (refused before sending).
+	SentAt int64 `json:"sentAt,omitempty"`
+	// Facts are the trade-server facts the send caused, as the trade server reported them in
+	// band (each with its feed sequence): the projection applies them with the outcome in one
+	// transaction, and the relay's later copies of the same facts are no-ops by sequence.
+	Facts *ExecutionFacts `json:"facts,omitempty"`
+}
+
+// ExecutionFacts are the facts one send caused, each kind in feed-sequence order.
+type ExecutionFacts struct {
+	Deals     []DealAdded       `json:"deals,omitempty"`
+	Orders    []OrderChanged    `json:"orders,omitempty"`
+	Positions []PositionChanged `json:"positions,omitempty"`
+	Accounts  []AccountChanged  `json:"accounts,omitempty"`
 }
 
 // EventType implements Event.
