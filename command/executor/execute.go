@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tradesvc/events"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 	"tradesvc/query"
 )
@@ -111,7 +112,7 @@ func (x *Executor) send(ctx context.Context, o *operation, resend bool) (*events
 	now := x.cfg.Now().UnixMilli()
 	if err == nil {
 		out := answered(o, res, resend, now)
-		if resend && o.kind == query.KindCancelOrder && res.Retcode == mt5.RetOrderChanged {
+		if resend && o.kind == query.KindCancelOrder && res.Retcode == trading.RetOrderChanged {
 			return x.cancelResent(ctx, o, res, out)
 		}
 		return out, nil
@@ -163,7 +164,7 @@ func (x *Executor) cancelResent(ctx context.Context, o *operation, res mt5.Trade
 		return out, nil
 	}
 	for _, h := range hist {
-		if h.Ticket == o.req.Order && h.State != mt5.StateCanceled {
+		if h.Ticket == o.req.Order && h.State != trading.StateCanceled {
 			return answered(o, res, false, out.DecidedAt), nil
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/kafka"
 	"tradesvc/infra/mt5"
 	"tradesvc/infra/mt5/sim"
@@ -65,7 +66,7 @@ func TestExecutorSendsEveryKindAndReportsTheAnswer(t *testing.T) {
 		riDecEq(t, "order price", *got.Price, dec.MustParse("1.08000"))
 		riDecEq(t, "order volume", *got.Volume, dec.MustParse("0.10"))
 		oo := e.openOrders(login)
-		if len(oo) != 1 || oo[0].Ticket != got.OrderID || oo[0].Type != mt5.OrderBuyLimit {
+		if len(oo) != 1 || oo[0].Ticket != got.OrderID || oo[0].Type != trading.OrderBuyLimit {
 			t.Fatalf("open orders %+v", oo)
 		}
 		orderID = got.OrderID
@@ -235,8 +236,8 @@ func TestExecutorRunsOneAccountsOperationsInOrder(t *testing.T) {
 	// Orders and positions share one ticket counter: an order of another account shows the
 	// ticket the next placement gets.
 	probe, err := e.sim.Send(e.ctx, mt5.TradeRequest{Login: 1002, Action: mt5.ActionPending, Symbol: "EURUSD",
-		Type: mt5.OrderBuyLimit, Volume: dec.MustParse("0.01"), Price: dec.MustParse("1.07000"), Comment: "probe#probe01"})
-	if err != nil || probe.Retcode != mt5.RetPlaced {
+		Type: trading.OrderBuyLimit, Volume: dec.MustParse("0.01"), Price: dec.MustParse("1.07000"), Comment: "probe#probe01"})
+	if err != nil || probe.Retcode != trading.RetPlaced {
 		t.Fatalf("probe order: %+v %v", probe, err)
 	}
 	next := probe.Order + 1
@@ -391,8 +392,8 @@ func TestExecutorSecondAttemptSendsOnlyWhenNoEarlierAttemptExecuted(t *testing.T
 		first := e.op(login)
 		// The first attempt reached the trade server (the executions show no trace of it).
 		res, err := e.sim.Send(e.ctx, mt5.TradeRequest{Login: login, Action: mt5.ActionDeal, Symbol: "GBPUSD",
-			Type: mt5.OrderSell, Volume: dec.MustParse("0.10"), Comment: "it" + first.Tag})
-		if err != nil || res.Retcode != mt5.RetDone {
+			Type: trading.OrderSell, Volume: dec.MustParse("0.10"), Comment: "it" + first.Tag})
+		if err != nil || res.Retcode != trading.RetDone {
 			t.Fatalf("first attempt: %+v %v", res, err)
 		}
 		second := first
@@ -420,8 +421,8 @@ func TestExecutorRestartedAfterAModificationSendsItAgainAndReportsItDone(t *test
 	e := exSetup(t)
 	const login = 1001
 	placed, err := e.sim.Send(e.ctx, mt5.TradeRequest{Login: login, Action: mt5.ActionPending, Symbol: "EURUSD",
-		Type: mt5.OrderBuyLimit, Volume: dec.MustParse("0.10"), Price: dec.MustParse("1.08000"), Comment: "it#placed"})
-	if err != nil || placed.Retcode != mt5.RetPlaced {
+		Type: trading.OrderBuyLimit, Volume: dec.MustParse("0.10"), Price: dec.MustParse("1.08000"), Comment: "it#placed"})
+	if err != nil || placed.Retcode != trading.RetPlaced {
 		t.Fatalf("placement: %+v %v", placed, err)
 	}
 	// crashAfterExecuting runs a new executor that is stopped once cond holds on the
@@ -453,7 +454,7 @@ func TestExecutorRestartedAfterAModificationSendsItAgainAndReportsItDone(t *test
 	})
 	stop := e.start()
 	got := e.outcome(modify)
-	checkOutcome(t, got, modify, events.StatusNew, 0, int(mt5.RetNoChanges))
+	checkOutcome(t, got, modify, events.StatusNew, 0, int(trading.RetNoChanges))
 	stop()
 
 	cancel := e.op(login)
@@ -461,5 +462,5 @@ func TestExecutorRestartedAfterAModificationSendsItAgainAndReportsItDone(t *test
 		Side: "BUY", Type: "BUY_LIMIT"}, "the removal", func() bool { return len(e.openOrders(login)) == 0 })
 	e.start()
 	got = e.outcome(cancel)
-	checkOutcome(t, got, cancel, events.StatusCanceled, 0, int(mt5.RetOrderChanged))
+	checkOutcome(t, got, cancel, events.StatusCanceled, 0, int(trading.RetOrderChanged))
 }

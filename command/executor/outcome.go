@@ -6,6 +6,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 	"tradesvc/query"
 )
@@ -15,21 +16,21 @@ import (
 // request repeated after a crash: an answer saying there is nothing left to do (10025 for a
 // modification, 10036 or an order already off the book for a removal) then means the first
 // send was applied.
-func answerStatus(kind string, market bool, ret mt5.Retcode, resend bool) (string, events.Code) {
+func answerStatus(kind string, market bool, ret trading.Retcode, resend bool) (string, events.Code) {
 	switch ret {
-	case mt5.RetDone:
+	case trading.RetDone:
 		return doneStatus(kind, market), events.CodeOK
-	case mt5.RetDonePartial:
+	case trading.RetDonePartial:
 		return events.StatusPartiallyFilled, events.CodeOK
-	case mt5.RetPlaced:
+	case trading.RetPlaced:
 		return events.StatusNew, events.CodeOK
-	case mt5.RetTimeout:
+	case trading.RetTimeout:
 		return events.StatusInDoubt, events.CodeServerTimeout
 	}
 	if resend {
 		switch {
-		case ret == mt5.RetNoChanges && (kind == query.KindModifyOrder || kind == query.KindModifyPosition),
-			(ret == mt5.RetPositionClosed || ret == mt5.RetOrderChanged) && kind == query.KindCancelOrder:
+		case ret == trading.RetNoChanges && (kind == query.KindModifyOrder || kind == query.KindModifyPosition),
+			(ret == trading.RetPositionClosed || ret == trading.RetOrderChanged) && kind == query.KindCancelOrder:
 			return doneStatus(kind, market), events.CodeOK
 		}
 	}
@@ -95,7 +96,7 @@ const (
 )
 
 // answerMsg is a short English message for an in-band answer.
-func answerMsg(kind, status string, ret mt5.Retcode) string {
+func answerMsg(kind, status string, ret trading.Retcode) string {
 	switch status {
 	case events.StatusFilled:
 		switch kind {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"tradesvc/events"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 	"tradesvc/query"
 )
@@ -13,44 +14,44 @@ func TestAnswerStatusFollowsTheInBandAnswerTable(t *testing.T) {
 	type row struct {
 		kind   string
 		market bool
-		ret    mt5.Retcode
+		ret    trading.Retcode
 		resend bool
 		status string
 		code   events.Code
 	}
 	rows := []row{
 		// 10009 done
-		{query.KindPlaceOrder, true, mt5.RetDone, false, events.StatusFilled, 0},
-		{query.KindClosePosition, false, mt5.RetDone, false, events.StatusFilled, 0},
-		{query.KindModifyPosition, false, mt5.RetDone, false, events.StatusFilled, 0},
-		{query.KindModifyOrder, false, mt5.RetDone, false, events.StatusNew, 0},
-		{query.KindCancelOrder, false, mt5.RetDone, false, events.StatusCanceled, 0},
+		{query.KindPlaceOrder, true, trading.RetDone, false, events.StatusFilled, 0},
+		{query.KindClosePosition, false, trading.RetDone, false, events.StatusFilled, 0},
+		{query.KindModifyPosition, false, trading.RetDone, false, events.StatusFilled, 0},
+		{query.KindModifyOrder, false, trading.RetDone, false, events.StatusNew, 0},
+		{query.KindCancelOrder, false, trading.RetDone, false, events.StatusCanceled, 0},
 		// 10010 partial, 10008 placed
-		{query.KindPlaceOrder, true, mt5.RetDonePartial, false, events.StatusPartiallyFilled, 0},
-		{query.KindClosePosition, false, mt5.RetDonePartial, false, events.StatusPartiallyFilled, 0},
-		{query.KindPlaceOrder, false, mt5.RetPlaced, false, events.StatusNew, 0},
+		{query.KindPlaceOrder, true, trading.RetDonePartial, false, events.StatusPartiallyFilled, 0},
+		{query.KindClosePosition, false, trading.RetDonePartial, false, events.StatusPartiallyFilled, 0},
+		{query.KindPlaceOrder, false, trading.RetPlaced, false, events.StatusNew, 0},
 		// 10012 timeout
-		{query.KindPlaceOrder, true, mt5.RetTimeout, false, events.StatusInDoubt, events.CodeServerTimeout},
-		{query.KindCancelOrder, false, mt5.RetTimeout, false, events.StatusInDoubt, events.CodeServerTimeout},
+		{query.KindPlaceOrder, true, trading.RetTimeout, false, events.StatusInDoubt, events.CodeServerTimeout},
+		{query.KindCancelOrder, false, trading.RetTimeout, false, events.StatusInDoubt, events.CodeServerTimeout},
 		// any other: REJECTED with the mapped code
-		{query.KindPlaceOrder, true, mt5.RetTradeDisabled, false, events.StatusRejected, events.CodeSymbolTradeDisabled},
-		{query.KindPlaceOrder, true, mt5.RetRequote, false, events.StatusRejected, events.CodeRequote},
-		{query.KindPlaceOrder, false, mt5.RetLimitVolume, false, events.StatusRejected, events.CodeVolumeLimit},
-		{query.KindClosePosition, false, mt5.RetPositionClosed, false, events.StatusRejected, events.CodePositionClosed},
-		{query.KindModifyOrder, false, mt5.RetNoChanges, false, events.StatusRejected, events.CodeNoChanges},
-		{query.KindModifyPosition, false, mt5.RetNoChanges, false, events.StatusRejected, events.CodeNoChanges},
-		{query.KindCancelOrder, false, mt5.RetOrderChanged, false, events.StatusRejected, events.CodeOrderChanged},
-		{query.KindPlaceOrder, true, mt5.Retcode(10001), false, events.StatusRejected, events.CodeServerRejected},
+		{query.KindPlaceOrder, true, trading.RetTradeDisabled, false, events.StatusRejected, events.CodeSymbolTradeDisabled},
+		{query.KindPlaceOrder, true, trading.RetRequote, false, events.StatusRejected, events.CodeRequote},
+		{query.KindPlaceOrder, false, trading.RetLimitVolume, false, events.StatusRejected, events.CodeVolumeLimit},
+		{query.KindClosePosition, false, trading.RetPositionClosed, false, events.StatusRejected, events.CodePositionClosed},
+		{query.KindModifyOrder, false, trading.RetNoChanges, false, events.StatusRejected, events.CodeNoChanges},
+		{query.KindModifyPosition, false, trading.RetNoChanges, false, events.StatusRejected, events.CodeNoChanges},
+		{query.KindCancelOrder, false, trading.RetOrderChanged, false, events.StatusRejected, events.CodeOrderChanged},
+		{query.KindPlaceOrder, true, trading.Retcode(10001), false, events.StatusRejected, events.CodeServerRejected},
 		// a resend after a crash: "nothing left to do" means the first send was applied
-		{query.KindModifyOrder, false, mt5.RetNoChanges, true, events.StatusNew, 0},
-		{query.KindModifyPosition, false, mt5.RetNoChanges, true, events.StatusFilled, 0},
-		{query.KindCancelOrder, false, mt5.RetPositionClosed, true, events.StatusCanceled, 0},
-		{query.KindCancelOrder, false, mt5.RetOrderChanged, true, events.StatusCanceled, 0},
-		{query.KindModifyOrder, false, mt5.RetDone, true, events.StatusNew, 0},
+		{query.KindModifyOrder, false, trading.RetNoChanges, true, events.StatusNew, 0},
+		{query.KindModifyPosition, false, trading.RetNoChanges, true, events.StatusFilled, 0},
+		{query.KindCancelOrder, false, trading.RetPositionClosed, true, events.StatusCanceled, 0},
+		{query.KindCancelOrder, false, trading.RetOrderChanged, true, events.StatusCanceled, 0},
+		{query.KindModifyOrder, false, trading.RetDone, true, events.StatusNew, 0},
 		// ... and only those answers: other refusals stay refusals
-		{query.KindModifyOrder, false, mt5.RetInvalidPrice, true, events.StatusRejected, events.CodeInvalidPrice},
-		{query.KindCancelOrder, false, mt5.RetNoChanges, true, events.StatusRejected, events.CodeNoChanges},
-		{query.KindModifyPosition, false, mt5.RetPositionClosed, true, events.StatusRejected, events.CodePositionClosed},
+		{query.KindModifyOrder, false, trading.RetInvalidPrice, true, events.StatusRejected, events.CodeInvalidPrice},
+		{query.KindCancelOrder, false, trading.RetNoChanges, true, events.StatusRejected, events.CodeNoChanges},
+		{query.KindModifyPosition, false, trading.RetPositionClosed, true, events.StatusRejected, events.CodePositionClosed},
 	}
 	for _, r := range rows {
 		status, code := answerStatus(r.kind, r.market, r.ret, r.resend)
@@ -59,8 +60,8 @@ func TestAnswerStatusFollowsTheInBandAnswerTable(t *testing.T) {
 		}
 	}
 	// Every refusal the trade server can answer maps to the code events.CodeForRetcode gives.
-	for _, ret := range mt5.AllRetcodes() {
-		if ret.Success() || ret == mt5.RetTimeout {
+	for _, ret := range trading.AllRetcodes() {
+		if ret.Success() || ret == trading.RetTimeout {
 			continue
 		}
 		status, code := answerStatus(query.KindPlaceOrder, true, ret, false)
@@ -74,7 +75,7 @@ func TestAnswerStatusFollowsTheInBandAnswerTable(t *testing.T) {
 func TestAnsweredOutcomeCarriesTheAnswer(t *testing.T) {
 	o := &operation{op: events.Operation{OperationID: "op1", Login: 1001, Tag: "#abc123", Attempt: 2},
 		kind: query.KindPlaceOrder, market: true}
-	res := mt5.TradeResult{Retcode: mt5.RetDone, Order: 7, Deal: 9, Position: 7, Price: mustDec("1.10012"), Volume: mustDec("0.10")}
+	res := mt5.TradeResult{Retcode: trading.RetDone, Order: 7, Deal: 9, Position: 7, Price: mustDec("1.10012"), Volume: mustDec("0.10")}
 	out := answered(o, res, false, 1234)
 	if out.OperationID != "op1" || out.Login != 1001 || out.Tag != "#abc123" || out.Attempt != 2 || out.DecidedAt != 1234 ||
 		out.Status != events.StatusFilled || out.Code != 0 || out.Retcode != 10009 || out.OrderID != 7 || out.DealID != 9 ||
@@ -82,7 +83,7 @@ func TestAnsweredOutcomeCarriesTheAnswer(t *testing.T) {
 		out.Unanswered || out.Reconciled || out.Msg == "" {
 		t.Fatalf("outcome %+v", out)
 	}
-	out = answered(o, mt5.TradeResult{Retcode: mt5.RetTradeDisabled}, false, 1)
+	out = answered(o, mt5.TradeResult{Retcode: trading.RetTradeDisabled}, false, 1)
 	if out.Status != events.StatusRejected || out.Code != int(events.CodeSymbolTradeDisabled) || out.Retcode != 10017 ||
 		out.Price != nil || out.Volume != nil || out.Msg == "" {
 		t.Fatalf("refusal %+v", out)

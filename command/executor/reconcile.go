@@ -9,6 +9,7 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 	"tradesvc/query"
 )
@@ -44,7 +45,7 @@ func (x *Executor) reconcile(ctx context.Context, o *operation, now int64) (*eve
 	}
 	sort.Slice(orders, func(i, j int) bool { return orders[i].Ticket < orders[j].Ticket })
 	for _, ord := range orders {
-		if ord.Type.IsPending() && ord.State != mt5.StateRejected {
+		if ord.Type.IsPending() && ord.State != trading.StateRejected {
 			// Placed: whatever happened to it since (cancelled, expired) the order's own
 			// reports tell; the placement itself succeeded.
 			out := newOutcome(o, now)
@@ -56,11 +57,11 @@ func (x *Executor) reconcile(ctx context.Context, o *operation, now int64) (*eve
 	for _, ord := range orders {
 		// A market order without deals, or a refused pending order: the server took the
 		// request and did not execute it.
-		if ord.State == mt5.StateRejected || ord.State == mt5.StateCanceled {
+		if ord.State == trading.StateRejected || ord.State == trading.StateCanceled {
 			out := newOutcome(o, now)
 			out.Status, out.Reconciled, out.OrderID = events.StatusRejected, true, ord.Ticket
 			out.Code, out.Msg = int(events.CodeServerRejected), "The trade server refused the request."
-			if ord.State == mt5.StateCanceled {
+			if ord.State == trading.StateCanceled {
 				out.Code, out.Msg = int(events.CodeServerCanceled), "The trade server cancelled the request."
 			}
 			return out, refusedOrder, nil
@@ -99,7 +100,7 @@ func (x *Executor) fillOutcome(ctx context.Context, o *operation, fills []mt5.De
 	}
 	out.Status, out.Msg = events.StatusPartiallyFilled, "Order partially filled."
 	if complete {
-		out.Status, out.Msg = events.StatusFilled, answerMsg(o.kind, events.StatusFilled, mt5.RetDone)
+		out.Status, out.Msg = events.StatusFilled, answerMsg(o.kind, events.StatusFilled, trading.RetDone)
 	}
 	return out, nil
 }
@@ -123,7 +124,7 @@ func tradingDeals(ds []mt5.Deal) []mt5.Deal {
 	seen := map[int64]bool{}
 	var out []mt5.Deal
 	for _, d := range ds {
-		if (d.Action == mt5.DealBuy || d.Action == mt5.DealSell) && !seen[d.Ticket] {
+		if (d.Action == trading.DealBuy || d.Action == trading.DealSell) && !seen[d.Ticket] {
 			seen[d.Ticket] = true
 			out = append(out, d)
 		}

@@ -16,6 +16,7 @@ import (
 	"tradesvc/command/executor"
 	"tradesvc/events"
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/kafka"
 	"tradesvc/infra/mt5"
 	"tradesvc/infra/mt5/sim"
@@ -213,7 +214,7 @@ func (e *riEnv) send(req mt5.TradeRequest) mt5.TradeResult {
 	if err != nil {
 		e.t.Fatalf("send %+v: %v", req, err)
 	}
-	if res.Retcode != mt5.RetDone {
+	if res.Retcode != trading.RetDone {
 		e.t.Fatalf("send %+v: retcode %d", req, res.Retcode)
 	}
 	return res
@@ -263,7 +264,7 @@ func (e *riEnv) simFacts() []mt5.Fact {
 	}
 }
 
-func riMarket(login int64, symbol string, typ mt5.OrderType, volume string) mt5.TradeRequest {
+func riMarket(login int64, symbol string, typ trading.OrderType, volume string) mt5.TradeRequest {
 	return mt5.TradeRequest{Login: login, Action: mt5.ActionDeal, Symbol: symbol, Type: typ,
 		Volume: dec.MustParse(volume), Comment: "relay  TAG" + strconv.FormatInt(login%10000, 10)}
 }
@@ -355,8 +356,8 @@ func TestRelayFactsReachTradesTopicAndResumeFromCursor(t *testing.T) {
 	stop := e.start()
 
 	e.deposit(1001, "250.50")
-	buy := e.send(riMarket(1001, "EURUSD", mt5.OrderBuy, "0.10"))
-	e.send(riMarket(1002, "GBPUSD", mt5.OrderSell, "0.20"))
+	buy := e.send(riMarket(1001, "EURUSD", trading.OrderBuy, "0.10"))
+	e.send(riMarket(1002, "GBPUSD", trading.OrderSell, "0.20"))
 	e.deposit(1003, "-10.25")
 	facts := e.simFacts()
 	n := uint64(len(facts))
@@ -409,7 +410,7 @@ func TestRelayFactsReachTradesTopicAndResumeFromCursor(t *testing.T) {
 	// Facts produced while no relay runs.
 	e.send(mt5.TradeRequest{Login: 1001, Action: mt5.ActionDeal, Position: buy.Position, Comment: "close  TAGCLOSE"})
 	e.deposit(1002, "1000")
-	e.send(riMarket(1002, "XAUUSD", mt5.OrderBuy, "0.01"))
+	e.send(riMarket(1002, "XAUUSD", trading.OrderBuy, "0.01"))
 	facts = e.simFacts()
 	m := uint64(len(facts))
 	if m <= n || facts[m-1].Seq != m {

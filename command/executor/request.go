@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 	"tradesvc/query"
 )
@@ -119,9 +120,9 @@ func placeRequest(c *events.OrderRequested) (mt5.TradeRequest, bool, error) {
 		req.Action = mt5.ActionDeal
 		switch c.Side {
 		case "BUY":
-			req.Type = mt5.OrderBuy
+			req.Type = trading.OrderBuy
 		case "SELL":
-			req.Type = mt5.OrderSell
+			req.Type = trading.OrderSell
 		default:
 			return req, true, fmt.Errorf("side %q", c.Side)
 		}
@@ -150,24 +151,24 @@ func modifyOrderRequest(c *events.OrderModifyRequested) (mt5.TradeRequest, error
 		TypeTime: tt, Expiration: c.Expiration}, err
 }
 
-var pendingTypes = map[string]mt5.OrderType{
-	"BUY_LIMIT": mt5.OrderBuyLimit, "SELL_LIMIT": mt5.OrderSellLimit,
-	"BUY_STOP": mt5.OrderBuyStop, "SELL_STOP": mt5.OrderSellStop,
-	"BUY_STOP_LIMIT": mt5.OrderBuyStopLimit, "SELL_STOP_LIMIT": mt5.OrderSellStopLimit,
+var pendingTypes = map[string]trading.OrderType{
+	"BUY_LIMIT": trading.OrderBuyLimit, "SELL_LIMIT": trading.OrderSellLimit,
+	"BUY_STOP": trading.OrderBuyStop, "SELL_STOP": trading.OrderSellStop,
+	"BUY_STOP_LIMIT": trading.OrderBuyStopLimit, "SELL_STOP_LIMIT": trading.OrderSellStopLimit,
 }
 
-func timeType(tif string) (mt5.TimeType, error) {
+func timeType(tif string) (trading.TimeType, error) {
 	switch tif {
 	case "", "GTC":
-		return mt5.TimeGTC, nil
+		return trading.TimeGTC, nil
 	case "DAY":
-		return mt5.TimeDay, nil
+		return trading.TimeDay, nil
 	case "GTD":
-		return mt5.TimeSpecified, nil
+		return trading.TimeSpecified, nil
 	case "GTD_DAY":
-		return mt5.TimeSpecifiedDay, nil
+		return trading.TimeSpecifiedDay, nil
 	}
-	return mt5.TimeGTC, fmt.Errorf("time in force %q", tif)
+	return trading.TimeGTC, fmt.Errorf("time in force %q", tif)
 }
 
 // value is the decimal or zero (the trade request's "none").

@@ -8,6 +8,7 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 	"tradesvc/query"
 )
@@ -46,7 +47,7 @@ func TestMarketOrderBecomesADealAtTheQuotedPrice(t *testing.T) {
 	if o.invalid != nil || o.kind != query.KindPlaceOrder || !o.market || o.queued() != events.StatusAccepted {
 		t.Fatalf("operation %+v", o)
 	}
-	if r.Login != 1001 || r.Action != mt5.ActionDeal || r.Type != mt5.OrderSell || r.Symbol != "EURUSD" ||
+	if r.Login != 1001 || r.Action != mt5.ActionDeal || r.Type != trading.OrderSell || r.Symbol != "EURUSD" ||
 		r.Deviation != 0 || r.Filling != nil || r.Comment != "hedge#Ab3xY9" || r.Position != 0 {
 		t.Fatalf("request %+v", r)
 	}
@@ -56,20 +57,20 @@ func TestMarketOrderBecomesADealAtTheQuotedPrice(t *testing.T) {
 	sameDec(t, "want", o.want, "0.25")
 	// Without a quoted price the market takes it.
 	o = opOf(t, &events.OrderRequested{Operation: testOp, Symbol: "EURUSD", Side: "BUY", Type: "MARKET", Volume: mustDec("1")})
-	if o.req.Type != mt5.OrderBuy || !o.req.Price.IsZero() || o.req.Comment != "#Ab3xY9" {
+	if o.req.Type != trading.OrderBuy || !o.req.Price.IsZero() || o.req.Comment != "#Ab3xY9" {
 		t.Fatalf("request %+v", o.req)
 	}
 }
 
 func TestPendingOrderCarriesTypePricesAndTimeInForce(t *testing.T) {
-	for tif, want := range map[string]mt5.TimeType{"": mt5.TimeGTC, "GTC": mt5.TimeGTC, "DAY": mt5.TimeDay,
-		"GTD": mt5.TimeSpecified, "GTD_DAY": mt5.TimeSpecifiedDay} {
+	for tif, want := range map[string]trading.TimeType{"": trading.TimeGTC, "GTC": trading.TimeGTC, "DAY": trading.TimeDay,
+		"GTD": trading.TimeSpecified, "GTD_DAY": trading.TimeSpecifiedDay} {
 		o := opOf(t, &events.OrderRequested{Operation: testOp, Symbol: "XAUUSD", Side: "BUY", Type: "BUY_STOP_LIMIT",
 			Volume: mustDec("0.01"), Price: ptr("2400.00"), StopLimitPrice: ptr("2399.00"), TP: ptr("2500.00"),
 			TimeInForce: tif, Expiration: 1_800_000_000_000})
 		r := o.req
 		if o.invalid != nil || o.market || o.queued() != events.StatusNew || r.Action != mt5.ActionPending ||
-			r.Type != mt5.OrderBuyStopLimit || r.TypeTime != want || r.Expiration != 1_800_000_000_000 {
+			r.Type != trading.OrderBuyStopLimit || r.TypeTime != want || r.Expiration != 1_800_000_000_000 {
 			t.Fatalf("tif %q: %+v %+v", tif, o, r)
 		}
 		sameDec(t, "price", r.Price, "2400.00")
@@ -88,7 +89,7 @@ func TestModifyCancelCloseAndSLTPRequests(t *testing.T) {
 	o := opOf(t, &events.OrderModifyRequested{Operation: testOp, OrderID: 77, Price: ptr("1.05"), SL: ptr("1.04"),
 		TimeInForce: "GTD", Expiration: 99000})
 	if r := o.req; o.kind != query.KindModifyOrder || r.Action != mt5.ActionModify || r.Order != 77 ||
-		r.TypeTime != mt5.TimeSpecified || r.Expiration != 99000 || !r.TP.IsZero() || o.byTag() {
+		r.TypeTime != trading.TimeSpecified || r.Expiration != 99000 || !r.TP.IsZero() || o.byTag() {
 		t.Fatalf("modify %+v", o)
 	}
 	o = opOf(t, &events.OrderCancelRequested{Operation: testOp, OrderID: 78})

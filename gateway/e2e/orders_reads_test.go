@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/gateway/gwclient"
 	"tradesvc/infra/mt5"
 )
@@ -48,8 +49,8 @@ func TestOrderReads(t *testing.T) {
 	}
 
 	opened, err := port.Send(ctx, mt5.TradeRequest{Login: loginReal1, Action: mt5.ActionDeal, Symbol: "BTCUSD",
-		Type: mt5.OrderBuy, Volume: dec.MustParse("0.03"), Comment: "e2e reads"})
-	if err != nil || opened.Retcode != mt5.RetDone || opened.Position == 0 {
+		Type: trading.OrderBuy, Volume: dec.MustParse("0.03"), Comment: "e2e reads"})
+	if err != nil || opened.Retcode != trading.RetDone || opened.Position == 0 {
 		t.Fatalf("market buy: %+v %v", opened, err)
 	}
 	quote, err := port.Quote(ctx, "BTCUSD")
@@ -58,8 +59,8 @@ func TestOrderReads(t *testing.T) {
 	}
 	limitPrice := dec.Round(dec.Mul(quote.Bid, dec.MustParse("0.5")), 2)
 	placed, err := port.Send(ctx, mt5.TradeRequest{Login: loginReal1, Action: mt5.ActionPending, Symbol: "BTCUSD",
-		Type: mt5.OrderBuyLimit, Volume: dec.MustParse("0.01"), Price: limitPrice, Comment: "e2e limit"})
-	if err != nil || placed.Retcode != mt5.RetPlaced || placed.Order == 0 {
+		Type: trading.OrderBuyLimit, Volume: dec.MustParse("0.01"), Price: limitPrice, Comment: "e2e limit"})
+	if err != nil || placed.Retcode != trading.RetPlaced || placed.Order == 0 {
 		t.Fatalf("buy limit: %+v %v", placed, err)
 	}
 
@@ -148,8 +149,8 @@ func TestOrderReads(t *testing.T) {
 
 	t.Run("closing deal in userTrades", func(t *testing.T) {
 		closed, err := port.Send(ctx, mt5.TradeRequest{Login: loginReal1, Action: mt5.ActionDeal, Symbol: "BTCUSD",
-			Type: mt5.OrderSell, Position: opened.Position, Comment: "e2e close"})
-		if err != nil || closed.Retcode != mt5.RetDone {
+			Type: trading.OrderSell, Position: opened.Position, Comment: "e2e close"})
+		if err != nil || closed.Retcode != trading.RetDone {
 			t.Fatalf("close: %+v %v", closed, err)
 		}
 		eventuallyNoMismatch(t, 30*time.Second, "the position gone from GET /v1/positions", func() string {

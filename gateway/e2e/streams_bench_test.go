@@ -18,6 +18,7 @@ import (
 	"github.com/fasthttp/websocket"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -316,9 +317,9 @@ func BenchmarkE2EUserStreamDeal(b *testing.B) {
 			time.Sleep(d)
 		}
 		res, err := sim.Send(ctx, mt5.TradeRequest{Login: benchLogins[i%len(benchLogins)], Action: mt5.ActionDeal,
-			Symbol: "BTCUSD", Type: mt5.OrderBuy, Volume: dec.MustParse("0.01")})
+			Symbol: "BTCUSD", Type: trading.OrderBuy, Volume: dec.MustParse("0.01")})
 		at := time.Now()
-		if err != nil || res.Retcode != mt5.RetDone {
+		if err != nil || res.Retcode != trading.RetDone {
 			b.Fatalf("send: %v %v", err, res.Retcode)
 		}
 		for _, d := range res.Deals {

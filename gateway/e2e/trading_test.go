@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"tradesvc/infra/mt5"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5/sim"
 )
 
@@ -608,7 +608,7 @@ func testTradeFaults(t *testing.T, e *env, tr *trader) {
 		wantOpErr(t, res, 400, -5001, "REJECTED", "rq-1", loginReal1, 10004)
 	})
 	t.Run("no money", func(t *testing.T) {
-		e.setFault(t, sim.Fault{Mode: sim.FaultRefuse, Retcode: mt5.RetNoMoney})
+		e.setFault(t, sim.Fault{Mode: sim.FaultRefuse, Retcode: trading.RetNoMoney})
 		res := tr.post(t, "/v1/order", market(loginReal1, "BTCUSD", "BUY", "0.01", "newClientOrderId", "nm-1", "newOrderRespType", "RESULT"))
 		wantOpErr(t, res, 400, -2018, "REJECTED", "nm-1", loginReal1, 10019)
 	})

@@ -1,6 +1,10 @@
 package mt5
 
-import "github.com/cockroachdb/apd/v3"
+import (
+	"tradesvc/events/trading"
+
+	"github.com/cockroachdb/apd/v3"
+)
 
 // All prices, volumes (lots) and money amounts are apd.Decimal; money is in the account's
 // deposit currency unless a field says otherwise. Times are Unix milliseconds UTC; trade
@@ -23,7 +27,7 @@ type TradeRequest struct {
 	Login     int64
 	Action    TradeAction
 	Symbol    string // required for ActionDeal opens and ActionPending
-	Type      OrderType
+	Type      trading.OrderType
 	Volume    apd.Decimal // lots; for a close, the lots to close (zero = whole position)
 	Price     apd.Decimal // pending: order price; market in REQUEST/INSTANT mode: the price the client saw
 	StopLimit apd.Decimal // stop-limit types: the limit price placed when Price is touched
@@ -32,8 +36,8 @@ type TradeRequest struct {
 	Deviation int         // points of acceptable price move (REQUEST/INSTANT execution)
 	// Filling is the fill policy; nil lets the server choose from the symbol's fill flags
 	// (IOC when allowed, else FOK), which is what the service always does.
-	Filling    *FillPolicy
-	TypeTime   TimeType
+	Filling    *trading.FillPolicy
+	TypeTime   trading.TimeType
 	Expiration int64 // Unix ms; GTD / GTD_DAY
 	Order      int64 // ActionModify / ActionRemove: the pending order ticket
 	Position   int64 // close (ActionDeal) / ActionSLTP: the position ticket
@@ -47,7 +51,7 @@ const MaxCommentLen = 31
 
 // TradeResult is the in-band dealer answer (MqlTradeResult).
 type TradeResult struct {
-	Retcode  Retcode
+	Retcode  trading.Retcode
 	Order    int64       // order ticket, 0 when none was created
 	Deal     int64       // first deal ticket of the execution, 0 when none
 	Position int64       // position opened, changed or closed, 0 when none
@@ -63,10 +67,10 @@ type Order struct {
 	Ticket        int64
 	Login         int64
 	Symbol        string
-	Type          OrderType
-	State         OrderState
-	TypeTime      TimeType
-	Filling       FillPolicy
+	Type          trading.OrderType
+	State         trading.OrderState
+	TypeTime      trading.TimeType
+	Filling       trading.FillPolicy
 	Expiration    int64
 	VolumeInitial apd.Decimal
 	VolumeCurrent apd.Decimal
@@ -75,7 +79,7 @@ type Order struct {
 	SL            apd.Decimal
 	TP            apd.Decimal
 	PositionID    int64 // position opened or closed by this order (0 while pending)
-	Reason        DealReason
+	Reason        trading.DealReason
 	Comment       string
 	TimeSetup     int64
 	TimeDone      int64 // 0 while open
@@ -89,9 +93,9 @@ type Deal struct {
 	Order      int64 // producing order (0 for balance operations)
 	Position   int64 // position opened, added to or closed (0 for balance operations)
 	Symbol     string
-	Action     DealAction
-	Entry      DealEntry
-	Reason     DealReason
+	Action     trading.DealAction
+	Entry      trading.DealEntry
+	Reason     trading.DealReason
 	Volume     apd.Decimal
 	Price      apd.Decimal
 	Profit     apd.Decimal // deposit currency; non-zero only on OUT (and for balance deals: the amount)
@@ -106,7 +110,7 @@ type Position struct {
 	Ticket       int64
 	Login        int64
 	Symbol       string
-	Type         PositionType
+	Type         trading.Side
 	Volume       apd.Decimal
 	PriceOpen    apd.Decimal
 	PriceCurrent apd.Decimal
@@ -114,7 +118,7 @@ type Position struct {
 	TP           apd.Decimal
 	Profit       apd.Decimal // floating, deposit currency
 	Swap         apd.Decimal // accumulated, deposit currency
-	Reason       DealReason
+	Reason       trading.DealReason
 	Comment      string
 	TimeCreate   int64
 	TimeUpdate   int64
@@ -178,19 +182,19 @@ type Symbol struct {
 	VolumeLimit     apd.Decimal // max lots of positions+orders per account and symbol, zero = none
 	StopsLevel      int
 	FreezeLevel     int
-	TradeMode       TradeMode
-	ExecutionMode   ExecMode
-	FillFlags       FillFlags
-	ExpirationModes ExpirationFlags
-	OrderModes      OrderModeFlags
+	TradeMode       trading.TradeMode
+	ExecutionMode   trading.ExecMode
+	FillFlags       trading.FillFlags
+	ExpirationModes trading.ExpirationFlags
+	OrderModes      trading.OrderMode
 	MarginCalc      MarginCalc
 	CurrencyBase    string
 	CurrencyProfit  string
 	CurrencyMargin  string
-	SwapMode        SwapMode
+	SwapMode        trading.SwapMode
 	SwapLong        apd.Decimal
 	SwapShort       apd.Decimal
-	Swap3Days       Weekday
+	Swap3Days       trading.Weekday
 	// CommissionPerLot is charged per lot on every trade deal (IN and OUT), in
 	// CommissionCurrency, booked negative in the deposit currency.
 	CommissionPerLot   apd.Decimal
@@ -258,9 +262,9 @@ type Fact struct {
 	Kind     FactKind
 	Login    int64
 	Time     int64
-	Action   ChangeAction // orders/accounts: New/Update/Delete; positions: New/Update/Close; deals: New
-	Deal     *Deal        `json:",omitempty"`
-	Order    *Order       `json:",omitempty"`
-	Position *Position    `json:",omitempty"`
-	Account  *Account     `json:",omitempty"`
+	Action   trading.ChangeAction // orders/accounts: New/Update/Delete; positions: New/Update/Close; deals: New
+	Deal     *Deal                `json:",omitempty"`
+	Order    *Order               `json:",omitempty"`
+	Position *Position            `json:",omitempty"`
+	Account  *Account             `json:",omitempty"`
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -127,11 +128,11 @@ func eq(a, b apd.Decimal) bool { return a.Cmp(&b) == 0 }
 func buy(t *testing.T, f Fixture, tag string) mt5.TradeResult {
 	t.Helper()
 	r, err := f.Server.Send(ctx5(t), mt5.TradeRequest{Login: f.Login, Action: mt5.ActionDeal, Symbol: f.Symbol,
-		Type: mt5.OrderBuy, Volume: minVolume(t, f), Comment: "contract" + tag})
+		Type: trading.OrderBuy, Volume: minVolume(t, f), Comment: "contract" + tag})
 	if err != nil {
 		t.Fatalf("send: %v", err)
 	}
-	if r.Retcode != mt5.RetDone {
+	if r.Retcode != trading.RetDone {
 		t.Fatalf("retcode %v", r.Retcode)
 	}
 	return r
@@ -148,12 +149,12 @@ func testMarketBuy(t *testing.T, f Fixture) {
 		t.Fatalf("filled %s at %s, want %s at the ask %s", dec.String(r.Volume), dec.String(r.Price), dec.String(minVolume(t, f)), f.Ask)
 	}
 	d := waitFact(t, f.Server, seq, "the deal", func(x mt5.Fact) bool { return x.Kind == mt5.FactDeal && x.Deal.Ticket == r.Deal })
-	if d.Deal.Entry != mt5.EntryIn || d.Deal.Action != mt5.DealBuy || d.Deal.Order != r.Order || d.Deal.Position != r.Position ||
+	if d.Deal.Entry != trading.EntryIn || d.Deal.Action != trading.DealBuy || d.Deal.Order != r.Order || d.Deal.Position != r.Position ||
 		!strings.HasSuffix(d.Deal.Comment, "CT00001") || d.Login != f.Login || d.Deal.Time%1000 != 0 {
 		t.Fatalf("deal fact %+v", d.Deal)
 	}
 	p := waitFact(t, f.Server, seq, "the position", func(x mt5.Fact) bool { return x.Kind == mt5.FactPosition && x.Position.Ticket == r.Position })
-	if p.Action != mt5.ChangeNew || p.Position.Type != mt5.PositionBuy {
+	if p.Action != trading.ChangeNew || p.Position.Type != trading.Buy {
 		t.Fatalf("position fact %v %+v", p.Action, p.Position)
 	}
 	ds, err := f.Server.DealsByTag(ctx, f.Login, "CT00001")
@@ -161,7 +162,7 @@ func testMarketBuy(t *testing.T, f Fixture) {
 		t.Fatalf("deals by tag: %+v %v", ds, err)
 	}
 	os, err := f.Server.OrdersByTag(ctx, f.Login, "CT00001")
-	if err != nil || len(os) != 1 || os[0].Ticket != r.Order || os[0].State != mt5.StateFilled {
+	if err != nil || len(os) != 1 || os[0].Ticket != r.Order || os[0].State != trading.StateFilled {
 		t.Fatalf("orders by tag: %+v %v", os, err)
 	}
 	ps, err := f.Server.Positions(ctx, f.Login)
@@ -208,25 +209,25 @@ func testClose(t *testing.T, f Fixture) {
 	r := buy(t, f, "CT00002")
 	seq := cursor(t, f.Server)
 	c, err := f.Server.Send(ctx, mt5.TradeRequest{Login: f.Login, Action: mt5.ActionDeal, Position: r.Position, Comment: "contractCT00003"})
-	if err != nil || c.Retcode != mt5.RetDone || c.Position != r.Position || c.Deal == 0 {
+	if err != nil || c.Retcode != trading.RetDone || c.Position != r.Position || c.Deal == 0 {
 		t.Fatalf("close: %+v %v", c, err)
 	}
 	if !eq(c.Price, dec.MustParse(f.Bid)) {
 		t.Fatalf("closed at %s, want the bid %s", dec.String(c.Price), f.Bid)
 	}
 	d := waitFact(t, f.Server, seq, "the out deal", func(x mt5.Fact) bool { return x.Kind == mt5.FactDeal && x.Deal.Ticket == c.Deal })
-	if d.Deal.Entry != mt5.EntryOut || d.Deal.Action != mt5.DealSell || d.Deal.Position != r.Position {
+	if d.Deal.Entry != trading.EntryOut || d.Deal.Action != trading.DealSell || d.Deal.Position != r.Position {
 		t.Fatalf("out deal %+v", d.Deal)
 	}
 	waitFact(t, f.Server, seq, "the position close", func(x mt5.Fact) bool {
-		return x.Kind == mt5.FactPosition && x.Position.Ticket == r.Position && x.Action == mt5.ChangeClose
+		return x.Kind == mt5.FactPosition && x.Position.Ticket == r.Position && x.Action == trading.ChangeClose
 	})
 	ps, _ := f.Server.Positions(ctx, f.Login)
 	if hasPosition(ps, r.Position) {
 		t.Fatal("closed position still listed")
 	}
 	again, err := f.Server.Send(ctx, mt5.TradeRequest{Login: f.Login, Action: mt5.ActionDeal, Position: r.Position})
-	if err != nil || again.Retcode != mt5.RetPositionClosed {
+	if err != nil || again.Retcode != trading.RetPositionClosed {
 		t.Fatalf("second close: %+v %v", again, err)
 	}
 }
@@ -240,12 +241,12 @@ func testPending(t *testing.T, f Fixture) {
 	price := dec.Round(half, 0) // far below the market
 	seq := cursor(t, f.Server)
 	r, err := f.Server.Send(ctx, mt5.TradeRequest{Login: f.Login, Action: mt5.ActionPending, Symbol: f.Symbol,
-		Type: mt5.OrderBuyLimit, Volume: minVolume(t, f), Price: price, Comment: "contractCT00004"})
-	if err != nil || r.Retcode != mt5.RetPlaced || r.Order == 0 {
+		Type: trading.OrderBuyLimit, Volume: minVolume(t, f), Price: price, Comment: "contractCT00004"})
+	if err != nil || r.Retcode != trading.RetPlaced || r.Order == 0 {
 		t.Fatalf("place: %+v %v", r, err)
 	}
 	n := waitFact(t, f.Server, seq, "the order", func(x mt5.Fact) bool { return x.Kind == mt5.FactOrder && x.Order.Ticket == r.Order })
-	if n.Action != mt5.ChangeNew || n.Order.Type != mt5.OrderBuyLimit {
+	if n.Action != trading.ChangeNew || n.Order.Type != trading.OrderBuyLimit {
 		t.Fatalf("order fact %v %+v", n.Action, n.Order)
 	}
 	os, err := f.Server.OpenOrders(ctx, f.Login)
@@ -253,11 +254,11 @@ func testPending(t *testing.T, f Fixture) {
 		t.Fatalf("open orders %+v %v", os, err)
 	}
 	rm, err := f.Server.Send(ctx, mt5.TradeRequest{Login: f.Login, Action: mt5.ActionRemove, Order: r.Order})
-	if err != nil || rm.Retcode != mt5.RetDone {
+	if err != nil || rm.Retcode != trading.RetDone {
 		t.Fatalf("remove: %+v %v", rm, err)
 	}
 	waitFact(t, f.Server, n.Seq, "the cancel", func(x mt5.Fact) bool {
-		return x.Kind == mt5.FactOrder && x.Order.Ticket == r.Order && x.Action == mt5.ChangeDelete && x.Order.State == mt5.StateCanceled
+		return x.Kind == mt5.FactOrder && x.Order.Ticket == r.Order && x.Action == trading.ChangeDelete && x.Order.State == trading.StateCanceled
 	})
 	hist, err := f.Server.OrderHistory(ctx, f.Login, 0, time.Now().Add(24*time.Hour).UnixMilli())
 	if err != nil {
@@ -265,13 +266,13 @@ func testPending(t *testing.T, f Fixture) {
 	}
 	found := false
 	for _, o := range hist {
-		found = found || o.Ticket == r.Order && o.State == mt5.StateCanceled
+		found = found || o.Ticket == r.Order && o.State == trading.StateCanceled
 	}
 	if !found {
 		t.Fatal("cancelled order missing from history")
 	}
 	tagged, _ := f.Server.OrdersByTag(ctx, f.Login, "CT00004")
-	if len(tagged) != 1 || tagged[0].State != mt5.StateCanceled {
+	if len(tagged) != 1 || tagged[0].State != trading.StateCanceled {
 		t.Fatalf("orders by tag %+v", tagged)
 	}
 }
@@ -354,7 +355,7 @@ func testDeposit(t *testing.T, f Fixture) {
 	}
 	want := dec.Add(before.Balance, dec.MustParse("123.45"))
 	d := waitFact(t, f.Server, seq, "the balance deal", func(x mt5.Fact) bool { return x.Kind == mt5.FactDeal && x.Deal.Ticket == tkt })
-	if d.Deal.Action != mt5.DealBalance || !eq(d.Deal.Profit, dec.MustParse("123.45")) {
+	if d.Deal.Action != trading.DealBalance || !eq(d.Deal.Profit, dec.MustParse("123.45")) {
 		t.Fatalf("balance deal %+v", d.Deal)
 	}
 	a := waitFact(t, f.Server, seq, "the account change", func(x mt5.Fact) bool { return x.Kind == mt5.FactAccount && x.Login == f.Login })
@@ -377,7 +378,7 @@ func testTradeDisabled(t *testing.T, f Fixture) {
 		t.Fatal("account still trade-allowed")
 	}
 	r, err := f.Server.Send(ctx, mt5.TradeRequest{Login: f.Login, Action: mt5.ActionDeal, Symbol: f.Symbol,
-		Type: mt5.OrderBuy, Volume: minVolume(t, f), Comment: "contractCT00006"})
+		Type: trading.OrderBuy, Volume: minVolume(t, f), Comment: "contractCT00006"})
 	if err != nil || r.Retcode.Success() || r.Deal != 0 {
 		t.Fatalf("trade on a disabled account: %+v %v", r, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -88,7 +89,7 @@ func TestSimCLICommands(t *testing.T) {
 	}
 	var sawUpdate bool
 	for _, f := range newFacts {
-		sawUpdate = sawUpdate || (f.Kind == mt5.FactAccount && f.Action == mt5.ChangeUpdate && f.Login == 1003 &&
+		sawUpdate = sawUpdate || (f.Kind == mt5.FactAccount && f.Action == trading.ChangeUpdate && f.Login == 1003 &&
 			dec.String(f.Account.Balance) == "10250.75")
 	}
 	if !sawUpdate {

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 	"tradesvc/infra/mt5/sim"
 )
@@ -74,7 +75,7 @@ func (s *server) routeAdmin() {
 		if req.AnswerDelayMs < 0 {
 			return nil, fmt.Errorf("%w: answerDelayMs must not be negative", ErrBadRequest)
 		}
-		f := sim.Fault{Mode: sim.FaultMode(req.Mode), Retcode: mt5.Retcode(req.Retcode),
+		f := sim.Fault{Mode: sim.FaultMode(req.Mode), Retcode: trading.Retcode(req.Retcode),
 			Latency: time.Duration(req.LatencyMs) * time.Millisecond, AnswerDelay: time.Duration(req.AnswerDelayMs) * time.Millisecond}
 		if err := a.SetFault(f); err != nil {
 			return nil, adminErr(err)

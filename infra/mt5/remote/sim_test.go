@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 	"tradesvc/infra/mt5/sim"
 )
@@ -64,15 +65,15 @@ func TestSimOverWireMirrorsDirectReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := c.Send(ctx, mt5.TradeRequest{Login: 1001, Action: mt5.ActionDeal, Symbol: "BTCUSD",
-		Type: mt5.OrderBuy, Volume: dec.MustParse("0.10"), Comment: "wire#TAG0001"})
+		Type: trading.OrderBuy, Volume: dec.MustParse("0.10"), Comment: "wire#TAG0001"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Retcode != mt5.RetDone || res.Deal == 0 || dec.Cmp(res.Price, dec.MustParse("60000.50")) != 0 {
+	if res.Retcode != trading.RetDone || res.Deal == 0 || dec.Cmp(res.Price, dec.MustParse("60000.50")) != 0 {
 		t.Fatalf("market buy over the wire: %+v", res)
 	}
 	if _, err := c.Send(ctx, mt5.TradeRequest{Login: 1001, Action: mt5.ActionPending, Symbol: "BTCUSD",
-		Type: mt5.OrderBuyLimit, Volume: dec.MustParse("0.01"), Price: dec.MustParse("55000.00"), Comment: "wire#TAG0002"}); err != nil {
+		Type: trading.OrderBuyLimit, Volume: dec.MustParse("0.01"), Price: dec.MustParse("55000.00"), Comment: "wire#TAG0002"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -212,7 +213,7 @@ func TestSimFactsResumeAcrossClientRestart(t *testing.T) {
 			acct = f.Account
 		}
 	}
-	if deal == nil || dec.String(deal.Profit) != "2.50" || deal.Action != mt5.DealBalance {
+	if deal == nil || dec.String(deal.Profit) != "2.50" || deal.Action != trading.DealBalance {
 		t.Fatalf("balance deal fact: %+v", deal)
 	}
 	if acct == nil || dec.String(acct.Balance) != "10003.50" {
@@ -242,7 +243,7 @@ func TestSimFaultsOverWire(t *testing.T) {
 	a := st.client.Admin()
 	buy := func(tag string) (mt5.TradeResult, error) {
 		return st.client.Send(ctx, mt5.TradeRequest{Login: 1001, Action: mt5.ActionDeal, Symbol: "BTCUSD",
-			Type: mt5.OrderBuy, Volume: dec.MustParse("0.01"), Comment: "f#" + tag})
+			Type: trading.OrderBuy, Volume: dec.MustParse("0.01"), Comment: "f#" + tag})
 	}
 	if _, err := a.SetFault(ctx, FaultState{Mode: "no-answer"}); err != nil {
 		t.Fatal(err)
@@ -264,20 +265,20 @@ func TestSimFaultsOverWire(t *testing.T) {
 	if _, err := a.SetFault(ctx, FaultState{Mode: "disconnect"}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := buy("DISCONN"); err != nil || res.Retcode != mt5.RetConnection {
+	if res, err := buy("DISCONN"); err != nil || res.Retcode != trading.RetConnection {
 		t.Fatalf("disconnect send: %+v, %v", res, err)
 	}
 	if _, err := st.client.Account(ctx, 1001); !errors.Is(err, mt5.ErrDisconnected) {
 		t.Fatalf("read while disconnected: %v", err)
 	}
-	if _, err := a.SetFault(ctx, FaultState{Mode: "refuse", Retcode: int(mt5.RetNoMoney), LatencyMs: 20}); err != nil {
+	if _, err := a.SetFault(ctx, FaultState{Mode: "refuse", Retcode: int(trading.RetNoMoney), LatencyMs: 20}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := buy("REFUSE1"); err != nil || res.Retcode != mt5.RetNoMoney {
+	if res, err := buy("REFUSE1"); err != nil || res.Retcode != trading.RetNoMoney {
 		t.Fatalf("refuse: %+v, %v", res, err)
 	}
 	f, err := a.CurrentFault(ctx)
-	if err != nil || f != (FaultState{Mode: "refuse", Retcode: int(mt5.RetNoMoney), LatencyMs: 20}) {
+	if err != nil || f != (FaultState{Mode: "refuse", Retcode: int(trading.RetNoMoney), LatencyMs: 20}) {
 		t.Fatalf("current fault: %+v, %v", f, err)
 	}
 	if _, err := a.SetFault(ctx, FaultState{Mode: "bogus"}); !errors.Is(err, ErrBadRequest) {
@@ -286,7 +287,7 @@ func TestSimFaultsOverWire(t *testing.T) {
 	if _, err := a.SetFault(ctx, FaultState{Mode: "none"}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := buy("NORMAL1"); err != nil || res.Retcode != mt5.RetDone {
+	if res, err := buy("NORMAL1"); err != nil || res.Retcode != trading.RetDone {
 		t.Fatalf("after none: %+v, %v", res, err)
 	}
 }

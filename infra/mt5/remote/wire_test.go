@@ -17,6 +17,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -168,11 +169,11 @@ func TestDecimalsSurviveExactly(t *testing.T) {
 		f.mu.Lock()
 		f.sendFn = func(_ context.Context, req mt5.TradeRequest) (mt5.TradeResult, error) {
 			seen = req
-			return mt5.TradeResult{Retcode: mt5.RetDone, Price: req.Price, Volume: req.Volume,
+			return mt5.TradeResult{Retcode: trading.RetDone, Price: req.Price, Volume: req.Volume,
 				Bid: req.SL, Ask: req.TP, Deals: []int64{1<<62 + 7}}, nil
 		}
 		f.mu.Unlock()
-		fp := mt5.FillIOC
+		fp := trading.FillIOC
 		res, err := c.Send(context.Background(), mt5.TradeRequest{Login: 1, Price: d, Volume: d, SL: d, TP: d,
 			StopLimit: d, Filling: &fp, Comment: "x#ABCDEFG"})
 		if err != nil {
@@ -184,10 +185,10 @@ func TestDecimalsSurviveExactly(t *testing.T) {
 				t.Errorf("%s: sent %s, got %s (exp %d vs %d)", name, s, got.String(), got.Exponent, d.Exponent)
 			}
 		}
-		if seen.Filling == nil || *seen.Filling != mt5.FillIOC || seen.Comment != "x#ABCDEFG" {
+		if seen.Filling == nil || *seen.Filling != trading.FillIOC || seen.Comment != "x#ABCDEFG" {
 			t.Errorf("request fields lost: %+v", seen)
 		}
-		if res.Retcode != mt5.RetDone || len(res.Deals) != 1 || res.Deals[0] != 1<<62+7 {
+		if res.Retcode != trading.RetDone || len(res.Deals) != 1 || res.Deals[0] != 1<<62+7 {
 			t.Errorf("result fields lost: %+v", res)
 		}
 	}

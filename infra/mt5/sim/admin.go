@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -86,15 +87,15 @@ func (s *Sim) PushTick(symbol string, bid, ask apd.Decimal) error {
 
 // Deposit books a balance deal (negative amount: withdrawal) and returns its ticket.
 func (s *Sim) Deposit(login int64, amount apd.Decimal) (int64, error) {
-	return s.balanceOp(login, amount, mt5.DealBalance)
+	return s.balanceOp(login, amount, trading.DealBalance)
 }
 
 // Credit books a credit deal (negative amount: credit removed) and returns its ticket.
 func (s *Sim) Credit(login int64, amount apd.Decimal) (int64, error) {
-	return s.balanceOp(login, amount, mt5.DealCredit)
+	return s.balanceOp(login, amount, trading.DealCredit)
 }
 
-func (s *Sim) balanceOp(login int64, amount apd.Decimal, act mt5.DealAction) (int64, error) {
+func (s *Sim) balanceOp(login int64, amount apd.Decimal, act trading.DealAction) (int64, error) {
 	if err := s.lockAdmin(); err != nil {
 		return 0, err
 	}
@@ -110,7 +111,7 @@ func (s *Sim) balanceOp(login int64, amount apd.Decimal, act mt5.DealAction) (in
 	}
 	target := &a.Balance
 	comment := "deposit"
-	if act == mt5.DealCredit {
+	if act == trading.DealCredit {
 		target, comment = &a.Credit, "credit"
 	} else if amount.Sign() < 0 {
 		comment = "withdrawal"
@@ -124,12 +125,12 @@ func (s *Sim) balanceOp(login int64, amount apd.Decimal, act mt5.DealAction) (in
 		return 0, fmt.Errorf("sim: %s of %d: %w", comment, login, err)
 	}
 	*target = dec.Add(*target, amount)
-	d := &mt5.Deal{Ticket: s.nextDeal, Login: login, Action: act, Entry: mt5.EntryIn, Profit: amount,
+	d := &mt5.Deal{Ticket: s.nextDeal, Login: login, Action: act, Entry: trading.EntryIn, Profit: amount,
 		Comment: comment, Time: s.tradeTime()}
 	s.nextDeal++
 	a.addDeal(d)
 	s.emitDeal(d)
-	s.emitAccount(a, mt5.ChangeUpdate)
+	s.emitAccount(a, trading.ChangeUpdate)
 	return d.Ticket, s.commitAndWait(context.Background())
 }
 
@@ -148,7 +149,7 @@ func (s *Sim) SetAccountTradeAllowed(login int64, allowed bool) error {
 		return fmt.Errorf("sim: account %d: %w", login, err)
 	}
 	a.TradeAllowed = allowed
-	s.emitAccount(a, mt5.ChangeUpdate)
+	s.emitAccount(a, trading.ChangeUpdate)
 	return s.commitAndWait(context.Background())
 }
 

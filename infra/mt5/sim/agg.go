@@ -4,6 +4,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -34,7 +35,7 @@ func (s *Sim) aggAdd(a *account, p *position, sign int64) {
 	sg := dec.New(sign, 0)
 	vol := dec.Mul(p.Volume, sg)
 	vo := dec.Mul(vol, p.PriceOpen)
-	if p.Type == mt5.PositionBuy {
+	if p.Type == trading.Buy {
 		g.buyVol, g.buyVO = dec.Add(g.buyVol, vol), dec.Add(g.buyVO, vo)
 	} else {
 		g.sellVol, g.sellVO = dec.Add(g.sellVol, vol), dec.Add(g.sellVO, vo)

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -36,12 +37,12 @@ func BenchmarkSimMarketOrders(b *testing.B) {
 		}
 		var pos int64
 		for pb.Next() {
-			req := mt5.TradeRequest{Login: login, Action: mt5.ActionDeal, Symbol: "BTCUSD", Type: mt5.OrderBuy, Volume: vol, Comment: "bench  ABCDEFG"}
+			req := mt5.TradeRequest{Login: login, Action: mt5.ActionDeal, Symbol: "BTCUSD", Type: trading.OrderBuy, Volume: vol, Comment: "bench  ABCDEFG"}
 			if pos != 0 {
-				req.Position, req.Type = pos, mt5.OrderSell
+				req.Position, req.Type = pos, trading.OrderSell
 			}
 			r, err := s.Send(ctx, req)
-			if err != nil || r.Retcode != mt5.RetDone {
+			if err != nil || r.Retcode != trading.RetDone {
 				b.Errorf("send: %v %v", r.Retcode, err)
 				return
 			}
@@ -88,13 +89,13 @@ func BenchmarkSimTicksWith10kPending(b *testing.B) {
 			defer wg.Done()
 			for i := w; i < 10000; i += 100 {
 				y := syms[i%len(syms)]
-				t, price := mt5.OrderBuyLimit, y.buyLimit
+				t, price := trading.OrderBuyLimit, y.buyLimit
 				if i%2 == 1 {
-					t, price = mt5.OrderSellStop, y.sellStop
+					t, price = trading.OrderSellStop, y.sellStop
 				}
 				r, err := s.Send(ctx, mt5.TradeRequest{Login: logins[i%3], Action: mt5.ActionPending, Symbol: y.name, Type: t,
 					Volume: dec.MustParse("0.01"), Price: dec.MustParse(price)})
-				if err != nil || r.Retcode != mt5.RetPlaced {
+				if err != nil || r.Retcode != trading.RetPlaced {
 					failed.Add(1)
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+	"tradesvc/events/trading"
 	"tradesvc/infra/testenv"
 
 	"tradesvc/infra/mt5"
@@ -15,7 +16,7 @@ import (
 func TestTornJournalTailIsDroppedAtOpen(t *testing.T) {
 	h := newHarness(t)
 	h.quote("BTCUSD", "60000.00", "60010.00")
-	r := h.mustCode(mt5.RetDone, market(1001, "BTCUSD", mt5.OrderBuy, "0.10"))
+	r := h.mustCode(trading.RetDone, market(1001, "BTCUSD", trading.OrderBuy, "0.10"))
 	seq := h.lastSeq()
 	if err := h.s.Close(); err != nil {
 		t.Fatal(err)
@@ -39,7 +40,7 @@ func TestTornJournalTailIsDroppedAtOpen(t *testing.T) {
 	}
 	// and the journal keeps working past the truncated tail
 	h.quote("BTCUSD", "60000.00", "60010.00")
-	h.mustCode(mt5.RetDone, closeReq(1001, r.Position, ""))
+	h.mustCode(trading.RetDone, closeReq(1001, r.Position, ""))
 	h.reopen()
 	if len(h.positions(1001)) != 0 || h.lastSeq() <= seq {
 		t.Fatal("state after the second restart is wrong")
@@ -57,10 +58,10 @@ func TestFsyncedJournalSurvivesRestartWithPendingOrdersStillTriggering(t *testin
 	if err := s.SetQuote("BTCUSD", D("60000.00"), D("60010.00")); err != nil {
 		t.Fatal(err)
 	}
-	req := pending(1002, "BTCUSD", mt5.OrderSellStop, "0.10", "59000.00")
-	req.TypeTime, req.Expiration = mt5.TimeSpecified, tuesdayNoon.Add(time.Hour).UnixMilli()
+	req := pending(1002, "BTCUSD", trading.OrderSellStop, "0.10", "59000.00")
+	req.TypeTime, req.Expiration = trading.TimeSpecified, tuesdayNoon.Add(time.Hour).UnixMilli()
 	r, err := s.Send(ctx, req)
-	if err != nil || r.Retcode != mt5.RetPlaced {
+	if err != nil || r.Retcode != trading.RetPlaced {
 		t.Fatalf("%+v %v", r, err)
 	}
 	s.Close()
@@ -73,7 +74,7 @@ func TestFsyncedJournalSurvivesRestartWithPendingOrdersStillTriggering(t *testin
 		t.Fatal(err)
 	}
 	ps, _ := s.Positions(ctx, 1002)
-	if len(ps) != 1 || ps[0].Ticket != r.Order || ps[0].Type != mt5.PositionSell {
+	if len(ps) != 1 || ps[0].Ticket != r.Order || ps[0].Type != trading.Sell {
 		t.Fatalf("the replayed order did not trigger: %+v", ps)
 	}
 }
@@ -81,13 +82,13 @@ func TestFsyncedJournalSurvivesRestartWithPendingOrdersStillTriggering(t *testin
 func TestReplayedExpiryStillExpires(t *testing.T) {
 	h := newHarness(t)
 	h.quote("BTCUSD", "60000.00", "60010.00")
-	req := pending(1001, "BTCUSD", mt5.OrderBuyLimit, "0.10", "50000.00")
-	req.TypeTime, req.Expiration = mt5.TimeSpecified, tuesdayNoon.Add(time.Hour).UnixMilli()
-	h.mustCode(mt5.RetPlaced, req)
+	req := pending(1001, "BTCUSD", trading.OrderBuyLimit, "0.10", "50000.00")
+	req.TypeTime, req.Expiration = trading.TimeSpecified, tuesdayNoon.Add(time.Hour).UnixMilli()
+	h.mustCode(trading.RetPlaced, req)
 	h.reopen()
 	h.clock.Add(time.Hour)
 	h.housekeep()
-	if len(h.openOrders(1001)) != 0 || h.history(1001)[0].State != mt5.StateExpired {
+	if len(h.openOrders(1001)) != 0 || h.history(1001)[0].State != trading.StateExpired {
 		t.Fatal("replayed order did not expire")
 	}
 }
@@ -133,11 +134,11 @@ func TestConcurrentSendersShareGroupCommitsAndFactsStayGapless(t *testing.T) {
 		go func(w int) {
 			login := []int64{1001, 1002, 1003}[w%3]
 			for i := 0; i < 20; i++ {
-				r, err := s.Send(ctx, mt5.TradeRequest{Login: login, Action: mt5.ActionDeal, Symbol: "BTCUSD", Type: mt5.OrderSell, Volume: D("0.01")})
-				if err == nil && r.Retcode == mt5.RetDone {
+				r, err := s.Send(ctx, mt5.TradeRequest{Login: login, Action: mt5.ActionDeal, Symbol: "BTCUSD", Type: trading.OrderSell, Volume: D("0.01")})
+				if err == nil && r.Retcode == trading.RetDone {
 					r, err = s.Send(ctx, mt5.TradeRequest{Login: login, Action: mt5.ActionDeal, Position: r.Position})
 				}
-				if err != nil || r.Retcode != mt5.RetDone {
+				if err != nil || r.Retcode != trading.RetDone {
 					errs <- fmt.Errorf("worker %d: %v %v", w, r.Retcode, err)
 					return
 				}
@@ -181,12 +182,12 @@ func TestConcurrentSendersShareGroupCommitsAndFactsStayGapless(t *testing.T) {
 func TestInstantExecutionRequotesAClose(t *testing.T) {
 	h := newHarness(t)
 	h.quote("LINKUSD", "15.000", "15.020")
-	r := h.mustCode(mt5.RetDone, market(1001, "LINKUSD", mt5.OrderBuy, "1"))
+	r := h.mustCode(trading.RetDone, market(1001, "LINKUSD", trading.OrderBuy, "1"))
 	h.quote("LINKUSD", "14.900", "14.920")
 	c := closeReq(1001, r.Position, "")
 	c.Price, c.Deviation = D("15.000"), 50 // the client saw 15.000; the bid is 100 points away
-	res := h.mustCode(mt5.RetRequote, c)
+	res := h.mustCode(trading.RetRequote, c)
 	eqDec(t, "requote bid", res.Bid, "14.900")
 	c.Price = D("14.900")
-	h.mustCode(mt5.RetDone, c)
+	h.mustCode(trading.RetDone, c)
 }

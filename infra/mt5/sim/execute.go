@@ -6,6 +6,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -16,7 +17,7 @@ type fillPart struct{ vol, price apd.Decimal }
 // limit one deal fills everything at the quote (plus the configured adverse slippage);
 // otherwise each level offers liqLots at one tick worse than the previous. FOK returns
 // nothing unless the whole volume fits; IOC returns what fits.
-func (s *Sim) fillParts(y *symbol, buy bool, vol apd.Decimal, policy mt5.FillPolicy) []fillPart {
+func (s *Sim) fillParts(y *symbol, buy bool, vol apd.Decimal, policy trading.FillPolicy) []fillPart {
 	base := y.bid
 	if buy {
 		base = y.ask
@@ -42,7 +43,7 @@ func (s *Sim) fillParts(y *symbol, buy bool, vol apd.Decimal, policy mt5.FillPol
 		parts = append(parts, fillPart{v, px(lvl)})
 		rest = dec.Sub(rest, v)
 	}
-	if rest.Sign() > 0 && policy == mt5.FillFOK {
+	if rest.Sign() > 0 && policy == trading.FillFOK {
 		return nil
 	}
 	return parts
@@ -60,31 +61,31 @@ func sumParts(y *symbol, parts []fillPart) (vol, vwap apd.Decimal) {
 	return vol, dec.Round(dec.MustQuo(num, vol), int32(y.spec.Digits+2)) // parts have volume
 }
 
-func dealAction(buy bool) mt5.DealAction {
+func dealAction(buy bool) trading.DealAction {
 	if buy {
-		return mt5.DealBuy
+		return trading.DealBuy
 	}
-	return mt5.DealSell
+	return trading.DealSell
 }
 
-func posType(buy bool) mt5.PositionType {
+func posType(buy bool) trading.Side {
 	if buy {
-		return mt5.PositionBuy
+		return trading.Buy
 	}
-	return mt5.PositionSell
+	return trading.Sell
 }
 
-func orderSide(buy bool) mt5.OrderType {
+func orderSide(buy bool) trading.OrderType {
 	if buy {
-		return mt5.OrderBuy
+		return trading.OrderBuy
 	}
-	return mt5.OrderSell
+	return trading.OrderSell
 }
 
 // execOpen executes order o (already ticketed) as a new position of the order's ticket and
 // emits the order, its deals, the position and the account. o.VolumeInitial is the volume asked.
 // It changes nothing and fails when the account could not be valued afterwards (checkRates).
-func (s *Sim) execOpen(a *account, y *symbol, o *mt5.Order, buy bool, parts []fillPart, reason mt5.DealReason) (*position, []*mt5.Deal, error) {
+func (s *Sim) execOpen(a *account, y *symbol, o *mt5.Order, buy bool, parts []fillPart, reason trading.DealReason) (*position, []*mt5.Deal, error) {
 	if err := s.checkRates(a, y); err != nil {
 		return nil, nil, err
 	}
@@ -94,7 +95,7 @@ func (s *Sim) execOpen(a *account, y *symbol, o *mt5.Order, buy bool, parts []fi
 		if err != nil {
 			return nil, nil, err
 		}
-		if reason != mt5.ReasonRollover {
+		if reason != trading.ReasonRollover {
 			comms[i] = c
 		}
 	}
@@ -107,7 +108,7 @@ func (s *Sim) execOpen(a *account, y *symbol, o *mt5.Order, buy bool, parts []fi
 	deals := make([]*mt5.Deal, 0, len(parts))
 	for i, part := range parts {
 		d := &mt5.Deal{Ticket: s.nextDeal, Login: a.Login, Order: o.Ticket, Position: p.Ticket, Symbol: y.spec.Name,
-			Action: dealAction(buy), Entry: mt5.EntryIn, Reason: reason, Volume: part.vol, Price: part.price,
+			Action: dealAction(buy), Entry: trading.EntryIn, Reason: reason, Volume: part.vol, Price: part.price,
 			Commission: comms[i], Comment: o.Comment, Time: now}
 		s.nextDeal++
 		a.Balance = dec.Add(a.Balance, d.Commission)
@@ -123,13 +124,13 @@ func (s *Sim) execOpen(a *account, y *symbol, o *mt5.Order, buy bool, parts []fi
 	y.day.deals += int64(len(parts))
 	y.day.volume = dec.Add(y.day.volume, total)
 
-	s.emitOrder(*o, mt5.ChangeDelete)
+	s.emitOrder(*o, trading.ChangeDelete)
 	for _, d := range deals {
 		s.emitDeal(d)
 	}
-	s.emitPosition(p, mt5.ChangeNew)
+	s.emitPosition(p, trading.ChangeNew)
 	if a.Balance.Cmp(&balBefore) != 0 {
-		s.emitAccount(a, mt5.ChangeUpdate)
+		s.emitAccount(a, trading.ChangeUpdate)
 	}
 	return p, deals, nil
 }
@@ -138,10 +139,10 @@ func (s *Sim) execOpen(a *account, y *symbol, o *mt5.Order, buy bool, parts []fi
 // volume-weighted price vwap unless it carries its own price, ties it to position, and moves
 // it to the account's history.
 func finishOrder(a *account, o *mt5.Order, position int64, total, vwap apd.Decimal, now int64) {
-	o.State = mt5.StateFilled
+	o.State = trading.StateFilled
 	o.VolumeCurrent = dec.Sub(o.VolumeInitial, total)
 	if o.VolumeCurrent.Sign() > 0 {
-		o.State = mt5.StatePartial
+		o.State = trading.StatePartial
 	}
 	if o.Price.IsZero() {
 		o.Price = vwap
@@ -153,7 +154,7 @@ func finishOrder(a *account, o *mt5.Order, position int64, total, vwap apd.Decim
 // execClose closes the parts' total volume of p with closing order o and emits the order,
 // its deals, the position change and the account. It changes nothing and fails when a
 // profit or commission could not be converted to the deposit currency (checkRates).
-func (s *Sim) execClose(a *account, y *symbol, p *position, o *mt5.Order, parts []fillPart, reason mt5.DealReason) ([]*mt5.Deal, error) {
+func (s *Sim) execClose(a *account, y *symbol, p *position, o *mt5.Order, parts []fillPart, reason trading.DealReason) ([]*mt5.Deal, error) {
 	if err := s.checkRates(a, y); err != nil {
 		return nil, err
 	}
@@ -167,13 +168,13 @@ func (s *Sim) execClose(a *account, y *symbol, p *position, o *mt5.Order, parts 
 		if err != nil {
 			return nil, err
 		}
-		if reason != mt5.ReasonRollover {
+		if reason != trading.ReasonRollover {
 			comms[i] = c
 		}
 	}
 	now := s.tradeTime()
 	total, vwap := sumParts(y, parts)
-	buyPos := p.Type == mt5.PositionBuy
+	buyPos := p.Type == trading.Buy
 	swapPart := p.Swap
 	if total.Cmp(&p.Volume) < 0 {
 		swapPart = round2(dec.MustQuo(dec.Mul(p.Swap, total), p.Volume)) // p.Volume > total > 0
@@ -181,7 +182,7 @@ func (s *Sim) execClose(a *account, y *symbol, p *position, o *mt5.Order, parts 
 	deals := make([]*mt5.Deal, 0, len(parts))
 	for i, part := range parts {
 		d := &mt5.Deal{Ticket: s.nextDeal, Login: a.Login, Order: o.Ticket, Position: p.Ticket, Symbol: y.spec.Name,
-			Action: dealAction(!buyPos), Entry: mt5.EntryOut, Reason: reason, Volume: part.vol, Price: part.price,
+			Action: dealAction(!buyPos), Entry: trading.EntryOut, Reason: reason, Volume: part.vol, Price: part.price,
 			Profit: profits[i], Commission: comms[i], Comment: o.Comment, Time: now}
 		if i == 0 {
 			d.Swap = swapPart
@@ -199,18 +200,18 @@ func (s *Sim) execClose(a *account, y *symbol, p *position, o *mt5.Order, parts 
 	y.day.deals += int64(len(parts))
 	y.day.volume = dec.Add(y.day.volume, total)
 
-	s.emitOrder(*o, mt5.ChangeDelete)
+	s.emitOrder(*o, trading.ChangeDelete)
 	for _, d := range deals {
 		s.emitDeal(d)
 	}
 	if p.Volume.Sign() == 0 {
 		s.removePosition(a, y, p)
-		s.emitPosition(p, mt5.ChangeClose)
+		s.emitPosition(p, trading.ChangeClose)
 	} else {
 		s.aggAdd(a, p, 1)
-		s.emitPosition(p, mt5.ChangeUpdate)
+		s.emitPosition(p, trading.ChangeUpdate)
 	}
-	s.emitAccount(a, mt5.ChangeUpdate)
+	s.emitAccount(a, trading.ChangeUpdate)
 	return deals, nil
 }
 
@@ -225,9 +226,9 @@ func (s *Sim) removePosition(a *account, y *symbol, p *position) {
 }
 
 // newOrder tickets a new order of a.
-func (s *Sim) newOrder(a *account, y *symbol, t mt5.OrderType, vol apd.Decimal, comment string, reason mt5.DealReason) *mt5.Order {
+func (s *Sim) newOrder(a *account, y *symbol, t trading.OrderType, vol apd.Decimal, comment string, reason trading.DealReason) *mt5.Order {
 	now := s.tradeTime()
-	o := &mt5.Order{Ticket: s.nextOrder, Login: a.Login, Symbol: y.spec.Name, Type: t, State: mt5.StateStarted,
+	o := &mt5.Order{Ticket: s.nextOrder, Login: a.Login, Symbol: y.spec.Name, Type: t, State: trading.StateStarted,
 		VolumeInitial: vol, VolumeCurrent: vol, Reason: reason, Comment: truncComment(comment), TimeSetup: now, TimeUpdate: now}
 	s.nextOrder++
 	a.addOrderTag(o)
@@ -241,13 +242,13 @@ func (s *Sim) newOrder(a *account, y *symbol, t mt5.OrderType, vol apd.Decimal, 
 
 // closeAtMarket closes all of p at the current closing price (SL, TP, stop-out). It fails,
 // leaving p open, when the close could not be valued (checkRates).
-func (s *Sim) closeAtMarket(a *account, y *symbol, p *position, reason mt5.DealReason, comment string) error {
+func (s *Sim) closeAtMarket(a *account, y *symbol, p *position, reason trading.DealReason, comment string) error {
 	if err := s.checkRates(a, y); err != nil {
 		return fmt.Errorf("close position %d (%s): %w", p.Ticket, comment, err)
 	}
-	buyPos := p.Type == mt5.PositionBuy
+	buyPos := p.Type == trading.Buy
 	o := s.newOrder(a, y, orderSide(!buyPos), p.Volume, comment, reason)
-	o.Filling = mt5.FillFOK
+	o.Filling = trading.FillFOK
 	_, err := s.execClose(a, y, p, o, []fillPart{{p.Volume, closePrice(y, p.Type)}}, reason)
 	return err
 }

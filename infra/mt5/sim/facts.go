@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -20,19 +21,19 @@ func (s *Sim) emitFact(f mt5.Fact) {
 
 func (s *Sim) emitMeta(m meta) { s.pendingRecs = append(s.pendingRecs, record{Meta: &m}) }
 
-func (s *Sim) emitOrder(o mt5.Order, x mt5.ChangeAction) {
+func (s *Sim) emitOrder(o mt5.Order, x trading.ChangeAction) {
 	s.emitFact(mt5.Fact{Kind: mt5.FactOrder, Login: o.Login, Action: x, Order: &o})
 }
 
 func (s *Sim) emitDeal(d *mt5.Deal) {
 	c := *d
-	s.emitFact(mt5.Fact{Kind: mt5.FactDeal, Login: d.Login, Action: mt5.ChangeNew, Deal: &c})
+	s.emitFact(mt5.Fact{Kind: mt5.FactDeal, Login: d.Login, Action: trading.ChangeNew, Deal: &c})
 }
 
 // emitPosition and emitAccount publish snapshots with live figures. Every operation that
 // changes an account first checks that its figures can be computed (checkRates) and refuses
 // otherwise, so a failure here is a broken invariant: it panics rather than publish a zero.
-func (s *Sim) emitPosition(p *position, x mt5.ChangeAction) {
+func (s *Sim) emitPosition(p *position, x trading.ChangeAction) {
 	snap, err := s.positionSnapshot(p)
 	if err != nil {
 		panic(fmt.Sprintf("sim: position %d changed after checkRates but cannot be valued: %v", p.Ticket, err))
@@ -40,7 +41,7 @@ func (s *Sim) emitPosition(p *position, x mt5.ChangeAction) {
 	s.emitFact(mt5.Fact{Kind: mt5.FactPosition, Login: p.Login, Action: x, Position: &snap})
 }
 
-func (s *Sim) emitAccount(a *account, x mt5.ChangeAction) {
+func (s *Sim) emitAccount(a *account, x trading.ChangeAction) {
 	a.UpdateTime = s.tradeTime()
 	snap, err := s.accountSnapshot(a)
 	if err != nil {
@@ -101,7 +102,7 @@ func (s *Sim) apply(rec record) error {
 		if a.orders[o.Ticket] == nil && a.histByTkt[o.Ticket] == nil {
 			a.addOrderTag(&o)
 		}
-		terminal := f.Action == mt5.ChangeDelete
+		terminal := f.Action == trading.ChangeDelete
 		if terminal {
 			delete(a.orders, o.Ticket)
 			a.addHist(&o)
@@ -122,7 +123,7 @@ func (s *Sim) apply(rec record) error {
 	case mt5.FactPosition:
 		p := *f.Position
 		s.bumpOrder(p.Ticket)
-		if f.Action == mt5.ChangeClose {
+		if f.Action == trading.ChangeClose {
 			delete(a.positions, p.Ticket)
 			a.closedPos[p.Ticket] = true
 			return nil

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -14,9 +15,9 @@ import (
 func TestFaultShortfallsOrdersByTagIsEmptyButDealsByTagWorks(t *testing.T) {
 	h := newHarness(t)
 	h.quote("BTCUSD", "60000.00", "60010.00")
-	mkt := market(1001, "BTCUSD", mt5.OrderBuy, "0.10")
+	mkt := market(1001, "BTCUSD", trading.OrderBuy, "0.10")
 	mkt.Comment = "client #mkt001"
-	pend := pending(1001, "BTCUSD", mt5.OrderBuyLimit, "0.10", "50000.00")
+	pend := pending(1001, "BTCUSD", trading.OrderBuyLimit, "0.10", "50000.00")
 	pend.Comment = "client #pnd001"
 	h.fault(Fault{Mode: FaultShortfalls})
 	for _, r := range []mt5.TradeRequest{mkt, pend} {
@@ -48,7 +49,7 @@ func TestFaultShortfallsOrdersByTagIsEmptyButDealsByTagWorks(t *testing.T) {
 func TestFaultAnswerDelayExecutesThenHoldsTheAnswerUntilTheCallerGivesUp(t *testing.T) {
 	h := newHarness(t)
 	h.fault(Fault{Mode: FaultNone, AnswerDelay: time.Hour})
-	req := market(1001, "BTCUSD", mt5.OrderBuy, "0.10")
+	req := market(1001, "BTCUSD", trading.OrderBuy, "0.10")
 	req.Comment = "client #dly001"
 	ctx, cancel := context.WithCancel(h.ctx)
 	errc := make(chan error, 1)
@@ -96,12 +97,12 @@ func TestFaultAnswerDelayExecutesThenHoldsTheAnswerUntilTheCallerGivesUp(t *test
 func TestFaultAnswerDelayThenAnswersAsTheModeSays(t *testing.T) {
 	h := newHarness(t)
 	h.fault(Fault{Mode: FaultNone, AnswerDelay: 20 * time.Millisecond})
-	res := h.mustCode(mt5.RetDone, market(1001, "BTCUSD", mt5.OrderBuy, "0.10"))
+	res := h.mustCode(trading.RetDone, market(1001, "BTCUSD", trading.OrderBuy, "0.10"))
 	if res.Deal == 0 || res.Position == 0 {
 		t.Fatalf("delayed answer %+v lacks the deal and position", res)
 	}
 	h.fault(Fault{Mode: FaultNoAnswer, AnswerDelay: 20 * time.Millisecond})
-	if _, err := h.s.Send(h.ctx, market(1001, "BTCUSD", mt5.OrderBuy, "0.10")); !errors.Is(err, mt5.ErrNoAnswer) {
+	if _, err := h.s.Send(h.ctx, market(1001, "BTCUSD", trading.OrderBuy, "0.10")); !errors.Is(err, mt5.ErrNoAnswer) {
 		t.Fatalf("no-answer with a delay: %v", err)
 	}
 	if ps := h.positions(1001); len(ps) != 2 {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -19,7 +20,7 @@ func (h *harness) fault(f Fault) {
 func TestFaultNoAnswerExecutesButAnswersNothing(t *testing.T) {
 	h := newHarness(t)
 	h.fault(Fault{Mode: FaultNoAnswer})
-	req := market(1001, "BTCUSD", mt5.OrderBuy, "0.10")
+	req := market(1001, "BTCUSD", trading.OrderBuy, "0.10")
 	req.Comment = "client ABC1234"
 	_, err := h.s.Send(h.ctx, req)
 	if !errors.Is(err, mt5.ErrNoAnswer) {
@@ -30,7 +31,7 @@ func TestFaultNoAnswerExecutesButAnswersNothing(t *testing.T) {
 		t.Fatalf("deals by tag %v %v", ds, err)
 	}
 	os, _ := h.s.OrdersByTag(h.ctx, 1001, "ABC1234")
-	if len(os) != 1 || os[0].State != mt5.StateFilled {
+	if len(os) != 1 || os[0].State != trading.StateFilled {
 		t.Fatalf("orders by tag %+v", os)
 	}
 }
@@ -38,7 +39,7 @@ func TestFaultNoAnswerExecutesButAnswersNothing(t *testing.T) {
 func TestFaultTimeoutExecutesNothing(t *testing.T) {
 	h := newHarness(t)
 	h.fault(Fault{Mode: FaultTimeout})
-	req := market(1001, "BTCUSD", mt5.OrderBuy, "0.10")
+	req := market(1001, "BTCUSD", trading.OrderBuy, "0.10")
 	req.Comment = "client ABC1235"
 	if _, err := h.s.Send(h.ctx, req); !errors.Is(err, mt5.ErrTimeout) {
 		t.Fatalf("err %v", err)
@@ -51,7 +52,7 @@ func TestFaultTimeoutExecutesNothing(t *testing.T) {
 func TestFaultDisconnectFailsFeedsAndAnswers10031(t *testing.T) {
 	h := newHarness(t)
 	h.fault(Fault{Mode: FaultDisconnect})
-	h.mustCode(mt5.RetConnection, market(1001, "BTCUSD", mt5.OrderBuy, "0.10"))
+	h.mustCode(trading.RetConnection, market(1001, "BTCUSD", trading.OrderBuy, "0.10"))
 	if _, err := h.s.Facts(h.ctx, 0, 10); !errors.Is(err, mt5.ErrDisconnected) {
 		t.Fatalf("facts err %v", err)
 	}
@@ -76,13 +77,13 @@ func TestFaultDisconnectFailsFeedsAndAnswers10031(t *testing.T) {
 func TestFaultRequoteAndRefuseAnswerWithoutExecuting(t *testing.T) {
 	h := newHarness(t)
 	h.fault(Fault{Mode: FaultRequote})
-	h.mustCode(mt5.RetRequote, market(1001, "BTCUSD", mt5.OrderBuy, "0.10"))
-	h.fault(Fault{Mode: FaultRefuse, Retcode: mt5.RetLocked})
-	h.mustCode(mt5.RetLocked, market(1001, "BTCUSD", mt5.OrderBuy, "0.10"))
+	h.mustCode(trading.RetRequote, market(1001, "BTCUSD", trading.OrderBuy, "0.10"))
+	h.fault(Fault{Mode: FaultRefuse, Retcode: trading.RetLocked})
+	h.mustCode(trading.RetLocked, market(1001, "BTCUSD", trading.OrderBuy, "0.10"))
 	if len(h.positions(1001)) != 0 {
 		t.Fatal("executed")
 	}
-	if err := h.s.SetFault(Fault{Mode: FaultRefuse, Retcode: mt5.RetDone}); err == nil {
+	if err := h.s.SetFault(Fault{Mode: FaultRefuse, Retcode: trading.RetDone}); err == nil {
 		t.Fatal("refuse with a success code accepted")
 	}
 }
@@ -92,13 +93,13 @@ func TestFaultLatencyDelaysAndHonoursTheCallersDeadline(t *testing.T) {
 	h.fault(Fault{Mode: FaultLatency, Latency: 50 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(h.ctx, 5*time.Millisecond)
 	defer cancel()
-	if _, err := h.s.Send(ctx, market(1001, "BTCUSD", mt5.OrderBuy, "0.10")); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := h.s.Send(ctx, market(1001, "BTCUSD", trading.OrderBuy, "0.10")); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err %v", err)
 	}
 	if len(h.positions(1001)) != 0 {
 		t.Fatal("executed after the caller gave up during the latency")
 	}
-	h.mustCode(mt5.RetDone, market(1001, "BTCUSD", mt5.OrderBuy, "0.10"))
+	h.mustCode(trading.RetDone, market(1001, "BTCUSD", trading.OrderBuy, "0.10"))
 }
 
 func TestFaultShortfallsReproducesTheStagingServer(t *testing.T) {
@@ -106,14 +107,14 @@ func TestFaultShortfallsReproducesTheStagingServer(t *testing.T) {
 	h.quote("BTCUSD", "60000.00", "60010.00")
 	h.fault(Fault{Mode: FaultShortfalls})
 	// no in-band answer, yet the market order executes
-	if _, err := h.s.Send(h.ctx, market(1001, "BTCUSD", mt5.OrderBuy, "0.10")); !errors.Is(err, mt5.ErrNoAnswer) {
+	if _, err := h.s.Send(h.ctx, market(1001, "BTCUSD", trading.OrderBuy, "0.10")); !errors.Is(err, mt5.ErrNoAnswer) {
 		t.Fatalf("err %v", err)
 	}
 	if len(h.positions(1001)) != 1 {
 		t.Fatal("market order did not execute")
 	}
 	// a pending placement executes too, but its cancel is never applied
-	if _, err := h.s.Send(h.ctx, pending(1001, "BTCUSD", mt5.OrderBuyLimit, "0.10", "50000.00")); !errors.Is(err, mt5.ErrNoAnswer) {
+	if _, err := h.s.Send(h.ctx, pending(1001, "BTCUSD", trading.OrderBuyLimit, "0.10", "50000.00")); !errors.Is(err, mt5.ErrNoAnswer) {
 		t.Fatalf("err %v", err)
 	}
 	oo := h.openOrders(1001)
@@ -128,7 +129,7 @@ func TestFaultShortfallsReproducesTheStagingServer(t *testing.T) {
 		t.Fatal("the cancel was applied")
 	}
 	// a refused request is silent as well
-	if _, err := h.s.Send(h.ctx, market(1001, "SOLUSD", mt5.OrderBuy, "0.10")); !errors.Is(err, mt5.ErrNoAnswer) {
+	if _, err := h.s.Send(h.ctx, market(1001, "SOLUSD", trading.OrderBuy, "0.10")); !errors.Is(err, mt5.ErrNoAnswer) {
 		t.Fatalf("err %v", err)
 	}
 	if ds := h.deals(1001); len(ds) != 0 {
@@ -144,7 +145,7 @@ func TestFaultShortfallsReproducesTheStagingServer(t *testing.T) {
 // natural input (covered by the scenario tests named in the table) or the refuse fault.
 func TestEverySpecMappedReturnCodeIsReachable(t *testing.T) {
 	h := newHarness(t)
-	natural := map[mt5.Retcode]string{
+	natural := map[trading.Retcode]string{
 		10004: "TestRequestExecutionRequotesWhenPriceMovedBeyondDeviation", 10006: "TestFOKWithoutEnoughLiquidity...",
 		10008: "TestPendingPlacement...", 10009: "TestMarketBuy...", 10010: "TestIOCWithLimitedLiquidity...",
 		10013: "TestRefusals... unknown login", 10014: "TestRefusals... volume", 10015: "TestPendingPriceSideAndStopsLevel",
@@ -157,11 +158,11 @@ func TestEverySpecMappedReturnCodeIsReachable(t *testing.T) {
 		10043: "TestRefusals... SHORT_ONLY", 10044: "TestRefusals... CLOSE_ONLY", 10045: "TestGroupRules...",
 		10046: "TestGroupRules...",
 	}
-	for _, c := range mt5.AllRetcodes() {
+	for _, c := range trading.AllRetcodes() {
 		if _, ok := natural[c]; ok || c.Success() {
 			continue
 		}
 		h.fault(Fault{Mode: FaultRefuse, Retcode: c})
-		h.mustCode(c, market(1001, "BTCUSD", mt5.OrderBuy, "0.10"))
+		h.mustCode(c, market(1001, "BTCUSD", trading.OrderBuy, "0.10"))
 	}
 }

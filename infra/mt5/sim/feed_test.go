@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 	"time"
+	"tradesvc/events/trading"
 	"tradesvc/infra/testenv"
 
 	"tradesvc/infra/mt5"
@@ -80,8 +81,8 @@ func TestDayStatsFollowTheTradingDay(t *testing.T) {
 	h.quote("BTCUSD", "60000.00", "60010.00")
 	h.quote("BTCUSD", "61000.00", "61010.00")
 	h.quote("BTCUSD", "59500.00", "59510.00")
-	h.mustCode(mt5.RetDone, market(1001, "BTCUSD", mt5.OrderBuy, "0.10"))
-	h.mustCode(mt5.RetDone, market(1002, "BTCUSD", mt5.OrderSell, "0.20"))
+	h.mustCode(trading.RetDone, market(1001, "BTCUSD", trading.OrderBuy, "0.10"))
+	h.mustCode(trading.RetDone, market(1002, "BTCUSD", trading.OrderSell, "0.20"))
 	h.quote("BTCUSD", "60300.00", "60310.00")
 	st, err := h.s.DayStats(h.ctx, "BTCUSD")
 	if err != nil {

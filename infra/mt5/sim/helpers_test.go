@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -71,7 +72,7 @@ func (h *harness) send(r mt5.TradeRequest) mt5.TradeResult {
 	return res
 }
 
-func (h *harness) mustCode(want mt5.Retcode, r mt5.TradeRequest) mt5.TradeResult {
+func (h *harness) mustCode(want trading.Retcode, r mt5.TradeRequest) mt5.TradeResult {
 	h.t.Helper()
 	res := h.send(r)
 	if res.Retcode != want {
@@ -80,7 +81,7 @@ func (h *harness) mustCode(want mt5.Retcode, r mt5.TradeRequest) mt5.TradeResult
 	return res
 }
 
-func market(login int64, sym string, t mt5.OrderType, vol string) mt5.TradeRequest {
+func market(login int64, sym string, t trading.OrderType, vol string) mt5.TradeRequest {
 	return mt5.TradeRequest{Login: login, Action: mt5.ActionDeal, Symbol: sym, Type: t, Volume: D(vol), Comment: "test   TAG0001"}
 }
 
@@ -92,7 +93,7 @@ func closeReq(login, pos int64, vol string) mt5.TradeRequest {
 	return r
 }
 
-func pending(login int64, sym string, t mt5.OrderType, vol, price string) mt5.TradeRequest {
+func pending(login int64, sym string, t trading.OrderType, vol, price string) mt5.TradeRequest {
 	return mt5.TradeRequest{Login: login, Action: mt5.ActionPending, Symbol: sym, Type: t, Volume: D(vol), Price: D(price), Comment: "pend   TAG0003"}
 }
 

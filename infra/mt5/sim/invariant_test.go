@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -59,11 +60,11 @@ func randomOps(h *harness, rng *rand.Rand, n int, check func(i int)) {
 		var err error
 		switch {
 		case op < 22:
-			req := mt5.TradeRequest{Login: login, Action: mt5.ActionDeal, Symbol: y.spec.Name, Type: mt5.OrderType(rng.IntN(2)),
+			req := mt5.TradeRequest{Login: login, Action: mt5.ActionDeal, Symbol: y.spec.Name, Type: trading.OrderType(rng.IntN(2)),
 				Volume: vol(y), Comment: fmt.Sprintf("r%06d", i)}
 			if rng.IntN(3) == 0 {
 				d := int64(50 + rng.IntN(200))
-				if req.Type == mt5.OrderBuy {
+				if req.Type == trading.OrderBuy {
 					req.SL, req.TP = price(y, y.bidK, -d), price(y, y.bidK, d)
 				} else {
 					req.SL, req.TP = price(y, y.askK, d), price(y, y.askK, -d)
@@ -79,27 +80,27 @@ func randomOps(h *harness, rng *rand.Rand, n int, check func(i int)) {
 				_, err = h.s.Send(ctx, req)
 			}
 		case op < 50:
-			t := mt5.OrderType(2 + rng.IntN(6))
+			t := trading.OrderType(2 + rng.IntN(6))
 			d := int64(5 + rng.IntN(100))
 			var p, sl apd.Decimal
 			switch t {
-			case mt5.OrderBuyLimit:
+			case trading.OrderBuyLimit:
 				p = price(y, y.askK, -d)
-			case mt5.OrderSellLimit:
+			case trading.OrderSellLimit:
 				p = price(y, y.bidK, d)
-			case mt5.OrderBuyStop:
+			case trading.OrderBuyStop:
 				p = price(y, y.askK, d)
-			case mt5.OrderSellStop:
+			case trading.OrderSellStop:
 				p = price(y, y.bidK, -d)
-			case mt5.OrderBuyStopLimit:
+			case trading.OrderBuyStopLimit:
 				p = price(y, y.askK, d)
 				sl = price(y, y.askK, d/2)
-			case mt5.OrderSellStopLimit:
+			case trading.OrderSellStopLimit:
 				p = price(y, y.bidK, -d)
 				sl = price(y, y.bidK, -d/2)
 			}
 			req := mt5.TradeRequest{Login: login, Action: mt5.ActionPending, Symbol: y.spec.Name, Type: t, Volume: vol(y),
-				Price: p, StopLimit: sl, TypeTime: mt5.TimeType(rng.IntN(2)), Comment: fmt.Sprintf("p%06d", i)}
+				Price: p, StopLimit: sl, TypeTime: trading.TimeType(rng.IntN(2)), Comment: fmt.Sprintf("p%06d", i)}
 			_, err = h.s.Send(ctx, req)
 		case op < 57:
 			if o := randomOrder(login); o != nil {
@@ -144,15 +145,15 @@ func randomOps(h *harness, rng *rand.Rand, n int, check func(i int)) {
 	}
 }
 
-func closeK(y *symbol, t mt5.PositionType) int64 {
-	if t == mt5.PositionBuy {
+func closeK(y *symbol, t trading.Side) int64 {
+	if t == trading.Buy {
 		return y.bidK
 	}
 	return y.askK
 }
 
-func tpDir(t mt5.PositionType) int64 {
-	if t == mt5.PositionBuy {
+func tpDir(t trading.Side) int64 {
+	if t == trading.Buy {
 		return 1
 	}
 	return -1
@@ -297,7 +298,7 @@ func TestRandomOperationsKeepInvariantsAndSurviveRestart(t *testing.T) {
 	if _, err := h.s.Deposit(1001, D("1000000")); err != nil {
 		t.Fatal(err)
 	}
-	r := h.mustCode(mt5.RetDone, market(1001, "BTCUSD", mt5.OrderBuy, "0.01"))
+	r := h.mustCode(trading.RetDone, market(1001, "BTCUSD", trading.OrderBuy, "0.01"))
 	if r.Order < lastOrder || r.Deal < lastDeal {
 		t.Fatalf("tickets reused after restart: %+v", r)
 	}
@@ -313,9 +314,9 @@ func TestRandomOperationsKeepInvariantsAndSurviveRestart(t *testing.T) {
 	seen := map[string]int{}
 	for _, f := range fs {
 		switch {
-		case f.Deal != nil && f.Deal.Reason != mt5.ReasonClient:
-			seen[fmt.Sprint("deal reason ", f.Deal.Reason)]++
-		case f.Order != nil && f.Action == mt5.ChangeDelete:
+		case f.Deal != nil && f.Deal.Reason != trading.ReasonClient:
+			seen[fmt.Sprint("deal reason ", int(f.Deal.Reason))]++
+		case f.Order != nil && f.Action == trading.ChangeDelete:
 			seen["order "+f.Order.State.String()]++
 		}
 	}

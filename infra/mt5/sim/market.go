@@ -3,6 +3,7 @@ package sim
 import (
 	"github.com/cockroachdb/apd/v3"
 
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -10,27 +11,27 @@ import (
 func (s *Sim) openMarket(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 	y := s.symbols[req.Symbol]
 	if y == nil {
-		return ret(mt5.RetInvalid)
+		return ret(trading.RetInvalid)
 	}
-	if req.Type != mt5.OrderBuy && req.Type != mt5.OrderSell {
-		return ret(mt5.RetInvalidOrder)
+	if req.Type != trading.OrderBuy && req.Type != trading.OrderSell {
+		return ret(trading.RetInvalidOrder)
 	}
-	buy := req.Type == mt5.OrderBuy
+	buy := req.Type == trading.OrderBuy
 	if c := s.symbolCheck(a, y, buy, true); c != 0 {
 		return ret(c)
 	}
 	if !y.spec.OrderModes.AllowsType(req.Type) {
-		return ret(mt5.RetInvalidOrder)
+		return ret(trading.RetInvalidOrder)
 	}
 	if !volumeOK(y, req.Volume) {
-		return ret(mt5.RetInvalidVolume)
+		return ret(trading.RetInvalidVolume)
 	}
 	policy, c := fillingCheck(y, req.Filling)
 	if c != 0 {
 		return ret(c)
 	}
 	if !y.hasQuote {
-		return ret(mt5.RetPriceOff)
+		return ret(trading.RetPriceOff)
 	}
 	if c := s.requoteCheck(y, buy, req); c != 0 {
 		return mt5.TradeResult{Retcode: c, Bid: y.bid, Ask: y.ask}
@@ -46,25 +47,25 @@ func (s *Sim) openMarket(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 	}
 	parts := s.fillParts(y, buy, req.Volume, policy)
 	if len(parts) == 0 {
-		return ret(mt5.RetReject)
+		return ret(trading.RetReject)
 	}
 	vol, vwap := sumParts(y, parts)
 	if c := s.marginCheck(a, y, vol, vwap); c != 0 {
 		return ret(c)
 	}
-	o := s.newOrder(a, y, req.Type, req.Volume, req.Comment, mt5.ReasonClient)
+	o := s.newOrder(a, y, req.Type, req.Volume, req.Comment, trading.ReasonClient)
 	o.Filling, o.Price, o.SL, o.TP = policy, req.Price, req.SL, req.TP
-	p, deals, err := s.execOpen(a, y, o, buy, parts, mt5.ReasonClient)
+	p, deals, err := s.execOpen(a, y, o, buy, parts, trading.ReasonClient)
 	if err != nil { // not reached: marginCheck checked the rates
-		return ret(mt5.RetPriceOff)
+		return ret(trading.RetPriceOff)
 	}
 	return s.fillResult(o, p.Ticket, deals, vol, vwap)
 }
 
 func (s *Sim) fillResult(o *mt5.Order, pos int64, deals []*mt5.Deal, vol, vwap apd.Decimal) mt5.TradeResult {
-	r := mt5.TradeResult{Retcode: mt5.RetDone, Order: o.Ticket, Position: pos, Price: vwap, Volume: vol}
-	if o.State == mt5.StatePartial {
-		r.Retcode = mt5.RetDonePartial
+	r := mt5.TradeResult{Retcode: trading.RetDone, Order: o.Ticket, Position: pos, Price: vwap, Volume: vol}
+	if o.State == trading.StatePartial {
+		r.Retcode = trading.RetDonePartial
 	}
 	for _, d := range deals {
 		r.Deals = append(r.Deals, d.Ticket)
@@ -78,15 +79,15 @@ func (s *Sim) closeRequest(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 	p := a.positions[req.Position]
 	if p == nil {
 		if a.closedPos[req.Position] {
-			return ret(mt5.RetPositionClosed)
+			return ret(trading.RetPositionClosed)
 		}
-		return ret(mt5.RetInvalid)
+		return ret(trading.RetInvalid)
 	}
 	y := s.symbols[p.Symbol]
 	if req.Symbol != "" && req.Symbol != p.Symbol {
-		return ret(mt5.RetInvalid)
+		return ret(trading.RetInvalid)
 	}
-	buyPos := p.Type == mt5.PositionBuy
+	buyPos := p.Type == trading.Buy
 	if c := s.symbolCheck(a, y, !buyPos, false); c != 0 {
 		return ret(c)
 	}
@@ -95,18 +96,18 @@ func (s *Sim) closeRequest(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 		vol = p.Volume
 	}
 	if vol.Sign() < 0 {
-		return ret(mt5.RetInvalidVolume)
+		return ret(trading.RetInvalidVolume)
 	}
 	if vol.Cmp(&p.Volume) > 0 {
-		return ret(mt5.RetInvalidCloseVolume)
+		return ret(trading.RetInvalidCloseVolume)
 	}
 	if vol.Cmp(&p.Volume) < 0 && !volumeOK(y, vol) {
-		return ret(mt5.RetInvalidVolume)
+		return ret(trading.RetInvalidVolume)
 	}
 	if a.group.FIFOClose {
 		for _, q := range a.positions {
 			if q.Symbol == p.Symbol && q.Ticket < p.Ticket {
-				return ret(mt5.RetFIFOClose)
+				return ret(trading.RetFIFOClose)
 			}
 		}
 	}
@@ -115,24 +116,24 @@ func (s *Sim) closeRequest(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 		return ret(c)
 	}
 	if !y.hasQuote {
-		return ret(mt5.RetPriceOff)
+		return ret(trading.RetPriceOff)
 	}
 	if c := s.requoteCheck(y, !buyPos, req); c != 0 {
 		return mt5.TradeResult{Retcode: c, Bid: y.bid, Ask: y.ask}
 	}
 	parts := s.fillParts(y, !buyPos, vol, policy)
 	if len(parts) == 0 {
-		return ret(mt5.RetReject)
+		return ret(trading.RetReject)
 	}
 	if err := s.checkRates(a, y); err != nil {
 		s.log.Warn("simulator refuses a close it cannot value", "login", a.Login, "position", p.Ticket, "err", err)
-		return ret(mt5.RetPriceOff)
+		return ret(trading.RetPriceOff)
 	}
-	o := s.newOrder(a, y, orderSide(!buyPos), vol, req.Comment, mt5.ReasonClient)
+	o := s.newOrder(a, y, orderSide(!buyPos), vol, req.Comment, trading.ReasonClient)
 	o.Filling, o.Price = policy, req.Price
-	deals, err := s.execClose(a, y, p, o, parts, mt5.ReasonClient)
+	deals, err := s.execClose(a, y, p, o, parts, trading.ReasonClient)
 	if err != nil { // not reached: the rates were checked just above
-		return ret(mt5.RetPriceOff)
+		return ret(trading.RetPriceOff)
 	}
 	filled, vwap := sumParts(y, parts)
 	return s.fillResult(o, p.Ticket, deals, filled, vwap)

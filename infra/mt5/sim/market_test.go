@@ -3,6 +3,7 @@ package sim
 import (
 	"testing"
 
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -10,7 +11,7 @@ func TestMarketBuyFillsAtAskAndOpensHedgingPositions(t *testing.T) {
 	h := newHarness(t)
 	h.quote("BTCUSD", "60000.00", "60010.00")
 	seq := h.lastSeq()
-	r := h.mustCode(mt5.RetDone, market(1001, "BTCUSD", mt5.OrderBuy, "0.10"))
+	r := h.mustCode(trading.RetDone, market(1001, "BTCUSD", trading.OrderBuy, "0.10"))
 	eqDec(t, "price", r.Price, "60010.00")
 	eqDec(t, "volume", r.Volume, "0.10")
 	if r.Order == 0 || r.Deal == 0 || r.Position != r.Order {
@@ -18,14 +19,14 @@ func TestMarketBuyFillsAtAskAndOpensHedgingPositions(t *testing.T) {
 	}
 	eqStrings(t, "facts", kinds(h.factsAfter(seq)), "order:DELETE:FILLED", "deal:IN", "position:NEW")
 	// a second buy is a second position (hedging), a sell a third one
-	r2 := h.mustCode(mt5.RetDone, market(1001, "BTCUSD", mt5.OrderBuy, "0.10"))
-	r3 := h.mustCode(mt5.RetDone, market(1001, "BTCUSD", mt5.OrderSell, "0.10"))
+	r2 := h.mustCode(trading.RetDone, market(1001, "BTCUSD", trading.OrderBuy, "0.10"))
+	r3 := h.mustCode(trading.RetDone, market(1001, "BTCUSD", trading.OrderSell, "0.10"))
 	eqDec(t, "sell price", r3.Price, "60000.00")
 	if !(r.Position < r2.Position && r2.Position < r3.Position) {
 		t.Fatalf("positions not distinct and increasing: %d %d %d", r.Position, r2.Position, r3.Position)
 	}
 	ps := h.positions(1001)
-	if len(ps) != 3 || ps[2].Type != mt5.PositionSell {
+	if len(ps) != 3 || ps[2].Type != trading.Sell {
 		t.Fatalf("positions %+v", ps)
 	}
 	eqDec(t, "floating profit of the buy", ps[0].Profit, "-1.00")
@@ -41,10 +42,10 @@ func TestMarketBuyFillsAtAskAndOpensHedgingPositions(t *testing.T) {
 func TestCloseBooksProfitOnOutDealAndClosedPositionAnswers10036(t *testing.T) {
 	h := newHarness(t)
 	h.quote("BTCUSD", "60000.00", "60010.00")
-	r := h.mustCode(mt5.RetDone, market(1002, "BTCUSD", mt5.OrderSell, "0.20"))
+	r := h.mustCode(trading.RetDone, market(1002, "BTCUSD", trading.OrderSell, "0.20"))
 	h.quote("BTCUSD", "59000.00", "59010.00")
 	seq := h.lastSeq()
-	c := h.mustCode(mt5.RetDone, closeReq(1002, r.Position, ""))
+	c := h.mustCode(trading.RetDone, closeReq(1002, r.Position, ""))
 	eqDec(t, "close price", c.Price, "59010.00")
 	if c.Position != r.Position || c.Order == r.Order {
 		t.Fatalf("close result %+v", c)
@@ -52,24 +53,24 @@ func TestCloseBooksProfitOnOutDealAndClosedPositionAnswers10036(t *testing.T) {
 	eqStrings(t, "facts", kinds(h.factsAfter(seq)), "order:DELETE:FILLED", "deal:OUT", "position:CLOSE", "account")
 	ds := h.deals(1002)
 	out := ds[len(ds)-1]
-	if out.Entry != mt5.EntryOut || out.Action != mt5.DealBuy || out.Position != r.Position {
+	if out.Entry != trading.EntryOut || out.Action != trading.DealBuy || out.Position != r.Position {
 		t.Fatalf("out deal %+v", out)
 	}
 	eqDec(t, "profit", out.Profit, "198.00")
 	eqDec(t, "balance", h.account(1002).Balance, "10198.00")
-	h.mustCode(mt5.RetPositionClosed, closeReq(1002, r.Position, ""))
-	h.mustCode(mt5.RetInvalid, closeReq(1002, 999999, ""))
+	h.mustCode(trading.RetPositionClosed, closeReq(1002, r.Position, ""))
+	h.mustCode(trading.RetInvalid, closeReq(1002, 999999, ""))
 }
 
 func TestPartialCloseKeepsTicketChargesCommissionAndRefusesMoreThanPosition(t *testing.T) {
 	h := newHarness(t)
 	h.quote("ETHUSD", "3000.00", "3002.00")
-	r := h.mustCode(mt5.RetDone, market(1001, "ETHUSD", mt5.OrderBuy, "0.30"))
+	r := h.mustCode(trading.RetDone, market(1001, "ETHUSD", trading.OrderBuy, "0.30"))
 	eqDec(t, "balance after open commission", h.account(1001).Balance, "9999.40")
-	h.mustCode(mt5.RetInvalidCloseVolume, closeReq(1001, r.Position, "0.31"))
-	h.mustCode(mt5.RetInvalidVolume, closeReq(1001, r.Position, "0.005"))
+	h.mustCode(trading.RetInvalidCloseVolume, closeReq(1001, r.Position, "0.31"))
+	h.mustCode(trading.RetInvalidVolume, closeReq(1001, r.Position, "0.005"))
 	h.quote("ETHUSD", "3010.00", "3012.00")
-	c := h.mustCode(mt5.RetDone, closeReq(1001, r.Position, "0.10"))
+	c := h.mustCode(trading.RetDone, closeReq(1001, r.Position, "0.10"))
 	eqDec(t, "closed volume", c.Volume, "0.10")
 	ps := h.positions(1001)
 	if len(ps) != 1 || ps[0].Ticket != r.Position {
@@ -86,7 +87,7 @@ func TestPartialCloseKeepsTicketChargesCommissionAndRefusesMoreThanPosition(t *t
 func TestCentAccountConvertsMarginProfitAndCommissionToUSC(t *testing.T) {
 	h := newHarness(t)
 	h.quote("EURUSD", "1.08500", "1.08510")
-	h.mustCode(mt5.RetDone, market(1004, "EURUSD", mt5.OrderBuy, "1"))
+	h.mustCode(trading.RetDone, market(1004, "EURUSD", trading.OrderBuy, "1"))
 	a := h.account(1004)
 	if a.Currency != "USC" {
 		t.Fatalf("currency %s", a.Currency)
@@ -100,9 +101,9 @@ func TestCentAccountConvertsMarginProfitAndCommissionToUSC(t *testing.T) {
 func TestProfitInJPYConvertsAtCurrentRate(t *testing.T) {
 	h := newHarness(t)
 	h.quote("USDJPY", "150.250", "150.262")
-	r := h.mustCode(mt5.RetDone, market(1001, "USDJPY", mt5.OrderBuy, "1"))
+	r := h.mustCode(trading.RetDone, market(1001, "USDJPY", trading.OrderBuy, "1"))
 	h.quote("USDJPY", "151.250", "151.262")
-	h.mustCode(mt5.RetDone, closeReq(1001, r.Position, ""))
+	h.mustCode(trading.RetDone, closeReq(1001, r.Position, ""))
 	ds := h.deals(1001)
 	// 98800 JPY / 151.262
 	eqDec(t, "profit", ds[len(ds)-1].Profit, "653.17")
@@ -114,9 +115,9 @@ func TestSlippageFillsWorseThanQuote(t *testing.T) {
 	if err := h.s.SetSlippage("BTCUSD", 3); err != nil {
 		t.Fatal(err)
 	}
-	r := h.mustCode(mt5.RetDone, market(1001, "BTCUSD", mt5.OrderBuy, "0.01"))
+	r := h.mustCode(trading.RetDone, market(1001, "BTCUSD", trading.OrderBuy, "0.01"))
 	eqDec(t, "buy", r.Price, "60010.03")
-	r = h.mustCode(mt5.RetDone, market(1001, "BTCUSD", mt5.OrderSell, "0.01"))
+	r = h.mustCode(trading.RetDone, market(1001, "BTCUSD", trading.OrderSell, "0.01"))
 	eqDec(t, "sell", r.Price, "59999.97")
 }
 
@@ -124,7 +125,7 @@ func TestIOCWithLimitedLiquidityFillsPartiallyInSeveralDeals(t *testing.T) {
 	h := newHarness(t)
 	h.quote("BNBUSD", "550.00", "550.50")
 	seq := h.lastSeq()
-	r := h.mustCode(mt5.RetDonePartial, market(1001, "BNBUSD", mt5.OrderBuy, "5"))
+	r := h.mustCode(trading.RetDonePartial, market(1001, "BNBUSD", trading.OrderBuy, "5"))
 	eqDec(t, "executed", r.Volume, "3")
 	eqDec(t, "vwap", r.Price, "550.5100")
 	if len(r.Deals) != 3 {
@@ -145,27 +146,27 @@ func TestFOKWithoutEnoughLiquidityIsRejectedAndUnsupportedFillIs10030(t *testing
 	if err := h.s.SetLiquidity("ETHUSD", D("1"), 2); err != nil {
 		t.Fatal(err)
 	}
-	h.mustCode(mt5.RetReject, market(1001, "ETHUSD", mt5.OrderBuy, "3"))
-	r := h.mustCode(mt5.RetDone, market(1001, "ETHUSD", mt5.OrderBuy, "2"))
+	h.mustCode(trading.RetReject, market(1001, "ETHUSD", trading.OrderBuy, "3"))
+	r := h.mustCode(trading.RetDone, market(1001, "ETHUSD", trading.OrderBuy, "2"))
 	if len(r.Deals) != 2 {
 		t.Fatalf("FOK filled in %d deals", len(r.Deals))
 	}
-	ioc := mt5.FillIOC
-	req := market(1001, "ETHUSD", mt5.OrderBuy, "1")
+	ioc := trading.FillIOC
+	req := market(1001, "ETHUSD", trading.OrderBuy, "1")
 	req.Filling = &ioc
-	h.mustCode(mt5.RetInvalidFill, req)
+	h.mustCode(trading.RetInvalidFill, req)
 }
 
 func TestRequestExecutionRequotesWhenPriceMovedBeyondDeviation(t *testing.T) {
 	h := newHarness(t)
 	h.quote("BCHUSD", "400.00", "400.40")
-	req := market(1001, "BCHUSD", mt5.OrderBuy, "0.10")
+	req := market(1001, "BCHUSD", trading.OrderBuy, "0.10")
 	req.Price, req.Deviation = D("400.00"), 10
-	r := h.mustCode(mt5.RetRequote, req)
+	r := h.mustCode(trading.RetRequote, req)
 	eqDec(t, "requote bid", r.Bid, "400.00")
 	eqDec(t, "requote ask", r.Ask, "400.40")
 	req.Deviation = 40
-	r = h.mustCode(mt5.RetDone, req)
+	r = h.mustCode(trading.RetDone, req)
 	eqDec(t, "filled at the current ask", r.Price, "400.40")
 	if n := len(h.positions(1001)); n != 1 {
 		t.Fatalf("the requote executed something: %d positions", n)
@@ -178,8 +179,8 @@ func TestMarginRefusal10019AndStopOutClosesTheLosingPosition(t *testing.T) {
 	if _, err := h.s.Deposit(1002, D("-9300")); err != nil {
 		t.Fatal(err)
 	}
-	h.mustCode(mt5.RetNoMoney, market(1002, "BTCUSD", mt5.OrderBuy, "1.20"))
-	r := h.mustCode(mt5.RetDone, market(1002, "BTCUSD", mt5.OrderBuy, "1"))
+	h.mustCode(trading.RetNoMoney, market(1002, "BTCUSD", trading.OrderBuy, "1.20"))
+	r := h.mustCode(trading.RetDone, market(1002, "BTCUSD", trading.OrderBuy, "1"))
 	eqDec(t, "margin", h.account(1002).Margin, "600.15")
 	// equity 300.08 at bid 59615.08: level 50.0008% > 50: nothing happens
 	h.quote("BTCUSD", "59615.08", "59630.00")
@@ -193,7 +194,7 @@ func TestMarginRefusal10019AndStopOutClosesTheLosingPosition(t *testing.T) {
 	}
 	fs := h.factsAfter(seq)
 	eqStrings(t, "facts", kinds(fs), "order:DELETE:FILLED", "deal:OUT", "position:CLOSE", "account")
-	if d := fs[1].Deal; d.Reason != mt5.ReasonSO || d.Position != r.Position || d.Comment == "" {
+	if d := fs[1].Deal; d.Reason != trading.ReasonSO || d.Position != r.Position || d.Comment == "" {
 		t.Fatalf("stop-out deal %+v", d)
 	}
 	eqDec(t, "balance", h.account(1002).Balance, "285.00")
@@ -203,22 +204,22 @@ func TestRefusalsBySymbolAccountAndGroupRules(t *testing.T) {
 	h := newHarness(t)
 	cases := []struct {
 		name string
-		want mt5.Retcode
+		want trading.Retcode
 		req  mt5.TradeRequest
 	}{
-		{"trade mode DISABLED", mt5.RetTradeDisabled, market(1001, "SOLUSD", mt5.OrderBuy, "0.01")},
-		{"LONG_ONLY refuses a sell", mt5.RetLongOnly, market(1001, "ADAUSD", mt5.OrderSell, "0.01")},
-		{"SHORT_ONLY refuses a buy", mt5.RetShortOnly, market(1001, "DOGEUSD", mt5.OrderBuy, "0.01")},
-		{"CLOSE_ONLY refuses an open", mt5.RetCloseOnly, market(1001, "DOTUSD", mt5.OrderBuy, "0.01")},
-		{"no session on any day", mt5.RetMarketClosed, market(1001, "USDRUB", mt5.OrderBuy, "0.01")},
-		{"account trading disabled", mt5.RetClientDisablesAT, market(1005, "BTCUSD", mt5.OrderBuy, "0.01")},
-		{"volume below step", mt5.RetInvalidVolume, market(1001, "BTCUSD", mt5.OrderBuy, "0.015")},
-		{"volume above max", mt5.RetInvalidVolume, market(1001, "BTCUSD", mt5.OrderBuy, "11")},
-		{"unknown login", mt5.RetInvalid, market(9999, "BTCUSD", mt5.OrderBuy, "0.01")},
-		{"unknown symbol", mt5.RetInvalid, market(1001, "btcusd", mt5.OrderBuy, "0.01")},
-		{"pending type as a deal", mt5.RetInvalidOrder, market(1001, "BTCUSD", mt5.OrderBuyLimit, "0.01")},
-		{"market type as pending", mt5.RetInvalidOrder, pending(1001, "BTCUSD", mt5.OrderBuy, "0.01", "50000.00")},
-		{"volume limit", mt5.RetLimitVolume, market(1001, "BNBUSD", mt5.OrderSell, "11")},
+		{"trade mode DISABLED", trading.RetTradeDisabled, market(1001, "SOLUSD", trading.OrderBuy, "0.01")},
+		{"LONG_ONLY refuses a sell", trading.RetLongOnly, market(1001, "ADAUSD", trading.OrderSell, "0.01")},
+		{"SHORT_ONLY refuses a buy", trading.RetShortOnly, market(1001, "DOGEUSD", trading.OrderBuy, "0.01")},
+		{"CLOSE_ONLY refuses an open", trading.RetCloseOnly, market(1001, "DOTUSD", trading.OrderBuy, "0.01")},
+		{"no session on any day", trading.RetMarketClosed, market(1001, "USDRUB", trading.OrderBuy, "0.01")},
+		{"account trading disabled", trading.RetClientDisablesAT, market(1005, "BTCUSD", trading.OrderBuy, "0.01")},
+		{"volume below step", trading.RetInvalidVolume, market(1001, "BTCUSD", trading.OrderBuy, "0.015")},
+		{"volume above max", trading.RetInvalidVolume, market(1001, "BTCUSD", trading.OrderBuy, "11")},
+		{"unknown login", trading.RetInvalid, market(9999, "BTCUSD", trading.OrderBuy, "0.01")},
+		{"unknown symbol", trading.RetInvalid, market(1001, "btcusd", trading.OrderBuy, "0.01")},
+		{"pending type as a deal", trading.RetInvalidOrder, market(1001, "BTCUSD", trading.OrderBuyLimit, "0.01")},
+		{"market type as pending", trading.RetInvalidOrder, pending(1001, "BTCUSD", trading.OrderBuy, "0.01", "50000.00")},
+		{"volume limit", trading.RetLimitVolume, market(1001, "BNBUSD", trading.OrderSell, "11")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -227,11 +228,11 @@ func TestRefusalsBySymbolAccountAndGroupRules(t *testing.T) {
 		})
 	}
 	h.t = t
-	sl := market(1001, "AVAXUSD", mt5.OrderBuy, "0.01")
+	sl := market(1001, "AVAXUSD", trading.OrderBuy, "0.01")
 	sl.SL = D("30.00")
-	h.mustCode(mt5.RetInvalidStops, sl)
+	h.mustCode(trading.RetInvalidStops, sl)
 	sl.SL = D("0")
-	h.mustCode(mt5.RetDone, sl)
+	h.mustCode(trading.RetDone, sl)
 	if n := len(h.positions(1001)); n != 1 {
 		t.Fatalf("refusals executed something: %d positions", n)
 	}
@@ -240,29 +241,29 @@ func TestRefusalsBySymbolAccountAndGroupRules(t *testing.T) {
 func TestMarketClosedOutsideSessions(t *testing.T) {
 	h := newHarness(t)
 	h.clock.Set(serverTime(2026, 11, 21, 12, 0)) // Saturday
-	h.mustCode(mt5.RetMarketClosed, market(1001, "EURUSD", mt5.OrderBuy, "0.01"))
-	h.mustCode(mt5.RetDone, market(1001, "BTCUSD", mt5.OrderBuy, "0.01"))
+	h.mustCode(trading.RetMarketClosed, market(1001, "EURUSD", trading.OrderBuy, "0.01"))
+	h.mustCode(trading.RetDone, market(1001, "BTCUSD", trading.OrderBuy, "0.01"))
 	h.clock.Set(serverTime(2026, 11, 20, 23, 56)) // Friday after the 23:55 close
-	h.mustCode(mt5.RetMarketClosed, market(1001, "EURUSD", mt5.OrderBuy, "0.01"))
+	h.mustCode(trading.RetMarketClosed, market(1001, "EURUSD", trading.OrderBuy, "0.01"))
 	h.clock.Set(serverTime(2026, 11, 20, 23, 54))
-	h.mustCode(mt5.RetDone, market(1001, "EURUSD", mt5.OrderBuy, "0.01"))
+	h.mustCode(trading.RetDone, market(1001, "EURUSD", trading.OrderBuy, "0.01"))
 	h.clock.Set(serverTime(2026, 11, 17, 23, 20)) // Tuesday, in the index's 23:15-23:30 break
-	h.mustCode(mt5.RetMarketClosed, market(1001, "US500", mt5.OrderBuy, "0.1"))
+	h.mustCode(trading.RetMarketClosed, market(1001, "US500", trading.OrderBuy, "0.1"))
 }
 
 func TestGroupRulesHedgeProhibitedFIFOAndPositionLimit(t *testing.T) {
 	h := newHarness(t)
 	h.quote("BTCUSD", "60000.00", "60010.00")
-	a := h.mustCode(mt5.RetDone, market(1006, "BTCUSD", mt5.OrderBuy, "0.01"))
-	h.mustCode(mt5.RetHedgeProhibited, market(1006, "BTCUSD", mt5.OrderSell, "0.01"))
-	b := h.mustCode(mt5.RetDone, market(1006, "BTCUSD", mt5.OrderBuy, "0.01"))
-	h.mustCode(mt5.RetLimitPositions, market(1006, "ETHUSD", mt5.OrderBuy, "0.01"))
-	h.mustCode(mt5.RetFIFOClose, closeReq(1006, b.Position, ""))
-	h.mustCode(mt5.RetDone, closeReq(1006, a.Position, ""))
-	h.mustCode(mt5.RetDone, closeReq(1006, b.Position, ""))
-	h.mustCode(mt5.RetPlaced, pending(1006, "BTCUSD", mt5.OrderBuyLimit, "0.01", "50000.00"))
-	h.mustCode(mt5.RetPlaced, pending(1006, "BTCUSD", mt5.OrderBuyLimit, "0.01", "50000.00"))
-	h.mustCode(mt5.RetLimitOrders, pending(1006, "BTCUSD", mt5.OrderBuyLimit, "0.01", "50000.00"))
+	a := h.mustCode(trading.RetDone, market(1006, "BTCUSD", trading.OrderBuy, "0.01"))
+	h.mustCode(trading.RetHedgeProhibited, market(1006, "BTCUSD", trading.OrderSell, "0.01"))
+	b := h.mustCode(trading.RetDone, market(1006, "BTCUSD", trading.OrderBuy, "0.01"))
+	h.mustCode(trading.RetLimitPositions, market(1006, "ETHUSD", trading.OrderBuy, "0.01"))
+	h.mustCode(trading.RetFIFOClose, closeReq(1006, b.Position, ""))
+	h.mustCode(trading.RetDone, closeReq(1006, a.Position, ""))
+	h.mustCode(trading.RetDone, closeReq(1006, b.Position, ""))
+	h.mustCode(trading.RetPlaced, pending(1006, "BTCUSD", trading.OrderBuyLimit, "0.01", "50000.00"))
+	h.mustCode(trading.RetPlaced, pending(1006, "BTCUSD", trading.OrderBuyLimit, "0.01", "50000.00"))
+	h.mustCode(trading.RetLimitOrders, pending(1006, "BTCUSD", trading.OrderBuyLimit, "0.01", "50000.00"))
 }
 
 func TestStopOutThroughAGapIsCompensatedToAZeroBalance(t *testing.T) {
@@ -271,12 +272,12 @@ func TestStopOutThroughAGapIsCompensatedToAZeroBalance(t *testing.T) {
 	if _, err := h.s.Deposit(1002, D("-9300")); err != nil {
 		t.Fatal(err)
 	}
-	h.mustCode(mt5.RetDone, market(1002, "BTCUSD", mt5.OrderBuy, "1"))
+	h.mustCode(trading.RetDone, market(1002, "BTCUSD", trading.OrderBuy, "1"))
 	seq := h.lastSeq()
 	h.quote("BTCUSD", "59000.00", "59015.00") // loss 1015 on a 700 balance
 	fs := h.factsAfter(seq)
 	eqStrings(t, "facts", kinds(fs), "order:DELETE:FILLED", "deal:OUT", "position:CLOSE", "account", "deal:IN", "account")
-	if d := fs[4].Deal; d.Action != mt5.DealSOCompensation {
+	if d := fs[4].Deal; d.Action != trading.DealSOCompensation {
 		t.Fatalf("compensation deal %+v", d)
 	} else {
 		eqDec(t, "compensation", d.Profit, "315.00")

@@ -6,6 +6,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -117,17 +118,17 @@ func (s *Sim) checkRates(a *account, ys ...*symbol) error {
 }
 
 // closePrice is the price a position of direction t closes at: bid for a buy, ask for a sell.
-func closePrice(y *symbol, t mt5.PositionType) apd.Decimal {
-	if t == mt5.PositionBuy {
+func closePrice(y *symbol, t trading.Side) apd.Decimal {
+	if t == trading.Buy {
 		return y.bid
 	}
 	return y.ask
 }
 
 // rawProfit is the profit in the profit currency of vol lots opened at open and closed at cls.
-func rawProfit(y *symbol, t mt5.PositionType, vol, open, cls apd.Decimal) apd.Decimal {
+func rawProfit(y *symbol, t trading.Side, vol, open, cls apd.Decimal) apd.Decimal {
 	diff := dec.Sub(cls, open)
-	if t == mt5.PositionSell {
+	if t == trading.Sell {
 		diff = dec.Neg(diff)
 	}
 	return dec.Mul(dec.Mul(diff, vol), y.spec.ContractSize)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 	"tradesvc/infra/testenv"
 )
@@ -73,8 +74,8 @@ func TestTradeNeedingAMissingRateIsRefusedAndChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.mustCode(mt5.RetPriceOff, mt5.TradeRequest{Login: 1001, Action: mt5.ActionDeal, Symbol: "EURGBP",
-		Type: mt5.OrderBuy, Volume: D("0.10")})
+	h.mustCode(trading.RetPriceOff, mt5.TradeRequest{Login: 1001, Action: mt5.ActionDeal, Symbol: "EURGBP",
+		Type: trading.OrderBuy, Volume: D("0.10")})
 	ps, err := h.s.Positions(h.ctx, 1001)
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +91,6 @@ func TestTradeNeedingAMissingRateIsRefusedAndChangesNothing(t *testing.T) {
 		t.Fatalf("balance %s → %s after a refused trade", before.Balance.String(), after.Balance.String())
 	}
 	// A symbol whose currencies do convert still trades.
-	h.mustCode(mt5.RetDone, mt5.TradeRequest{Login: 1001, Action: mt5.ActionDeal, Symbol: "EURUSD",
-		Type: mt5.OrderBuy, Volume: D("0.10")})
+	h.mustCode(trading.RetDone, mt5.TradeRequest{Login: 1001, Action: mt5.ActionDeal, Symbol: "EURUSD",
+		Type: trading.OrderBuy, Volume: D("0.10")})
 }

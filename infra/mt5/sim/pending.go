@@ -3,82 +3,83 @@ package sim
 import (
 	"github.com/cockroachdb/apd/v3"
 
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
 // pendingPriceCheck: the order price must be on the right side of the market (10015) and
 // at least StopsLevel points from it (10016); a stop-limit's limit price must be on the
 // far side of its stop price.
-func (s *Sim) pendingPriceCheck(y *symbol, t mt5.OrderType, price, stopLimit apd.Decimal) mt5.Retcode {
+func (s *Sim) pendingPriceCheck(y *symbol, t trading.OrderType, price, stopLimit apd.Decimal) trading.Retcode {
 	if !priceOK(y, price) {
-		return mt5.RetInvalidPrice
+		return trading.RetInvalidPrice
 	}
-	isSL := t == mt5.OrderBuyStopLimit || t == mt5.OrderSellStopLimit
+	isSL := t == trading.OrderBuyStopLimit || t == trading.OrderSellStopLimit
 	if isSL && !priceOK(y, stopLimit) || !isSL && !stopLimit.IsZero() {
-		return mt5.RetInvalidPrice
+		return trading.RetInvalidPrice
 	}
 	pk, _ := toPoints(y, price)
 	lvl := int64(y.spec.StopsLevel)
 	var wrong bool
 	var dist int64
 	switch t {
-	case mt5.OrderBuyLimit:
+	case trading.OrderBuyLimit:
 		wrong, dist = pk >= y.askK, y.askK-pk
-	case mt5.OrderSellLimit:
+	case trading.OrderSellLimit:
 		wrong, dist = pk <= y.bidK, pk-y.bidK
-	case mt5.OrderBuyStop, mt5.OrderBuyStopLimit:
+	case trading.OrderBuyStop, trading.OrderBuyStopLimit:
 		wrong, dist = pk <= y.askK, pk-y.askK
-	case mt5.OrderSellStop, mt5.OrderSellStopLimit:
+	case trading.OrderSellStop, trading.OrderSellStopLimit:
 		wrong, dist = pk >= y.bidK, y.bidK-pk
 	}
 	if wrong {
-		return mt5.RetInvalidPrice
+		return trading.RetInvalidPrice
 	}
 	if dist < lvl {
-		return mt5.RetInvalidStops
+		return trading.RetInvalidStops
 	}
 	if isSL {
 		lk, _ := toPoints(y, stopLimit)
-		if t == mt5.OrderBuyStopLimit && lk > pk || t == mt5.OrderSellStopLimit && lk < pk {
-			return mt5.RetInvalidPrice
+		if t == trading.OrderBuyStopLimit && lk > pk || t == trading.OrderSellStopLimit && lk < pk {
+			return trading.RetInvalidPrice
 		}
 	}
 	return 0
 }
 
 // openPriceOf is the price a pending order opens its position at.
-func openPriceOf(t mt5.OrderType, price, stopLimit apd.Decimal) apd.Decimal {
-	if t == mt5.OrderBuyStopLimit || t == mt5.OrderSellStopLimit {
+func openPriceOf(t trading.OrderType, price, stopLimit apd.Decimal) apd.Decimal {
+	if t == trading.OrderBuyStopLimit || t == trading.OrderSellStopLimit {
 		return stopLimit
 	}
 	return price
 }
 
 // expirationCheck validates time-in-force and expiration and returns the deadline.
-func (s *Sim) expirationCheck(y *symbol, tt mt5.TimeType, exp int64) (int64, mt5.Retcode) {
+func (s *Sim) expirationCheck(y *symbol, tt trading.TimeType, exp int64) (int64, trading.Retcode) {
 	if !y.spec.ExpirationModes.Allows(tt) {
-		return 0, mt5.RetInvalidExpiration
+		return 0, trading.RetInvalidExpiration
 	}
 	now := s.nowMs()
-	if (tt == mt5.TimeSpecified || tt == mt5.TimeSpecifiedDay) && exp <= 0 {
-		return 0, mt5.RetInvalidExpiration
+	if (tt == trading.TimeSpecified || tt == trading.TimeSpecifiedDay) && exp <= 0 {
+		return 0, trading.RetInvalidExpiration
 	}
 	d := s.deadline(tt, exp, now)
 	if d != 0 && d <= now {
-		return 0, mt5.RetInvalidExpiration
+		return 0, trading.RetInvalidExpiration
 	}
 	return d, 0
 }
 
 // deadline is when an order of time type tt expires: DAY at the end of its server day,
 // GTD at expiration, GTD_DAY at the end of the server day containing expiration.
-func (s *Sim) deadline(tt mt5.TimeType, exp, setup int64) int64 {
+func (s *Sim) deadline(tt trading.TimeType, exp, setup int64) int64 {
 	switch tt {
-	case mt5.TimeDay:
+	case trading.TimeDay:
 		return s.serverDayStart(s.serverDay(setup) + 1)
-	case mt5.TimeSpecified:
+	case trading.TimeSpecified:
 		return exp
-	case mt5.TimeSpecifiedDay:
+	case trading.TimeSpecifiedDay:
 		return s.serverDayStart(s.serverDay(exp) + 1)
 	}
 	return 0
@@ -105,23 +106,23 @@ func frozen(y *symbol, o *order) bool {
 func (s *Sim) placePending(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 	y := s.symbols[req.Symbol]
 	if y == nil {
-		return ret(mt5.RetInvalid)
+		return ret(trading.RetInvalid)
 	}
 	if !req.Type.IsPending() {
-		return ret(mt5.RetInvalidOrder)
+		return ret(trading.RetInvalidOrder)
 	}
 	buy := req.Type.IsBuy()
 	if c := s.symbolCheck(a, y, buy, true); c != 0 {
 		return ret(c)
 	}
 	if !y.spec.OrderModes.AllowsType(req.Type) {
-		return ret(mt5.RetInvalidOrder)
+		return ret(trading.RetInvalidOrder)
 	}
 	if !volumeOK(y, req.Volume) {
-		return ret(mt5.RetInvalidVolume)
+		return ret(trading.RetInvalidVolume)
 	}
 	if !y.hasQuote {
-		return ret(mt5.RetPriceOff)
+		return ret(trading.RetPriceOff)
 	}
 	policy, c := fillingCheck(y, req.Filling)
 	if c != 0 {
@@ -138,37 +139,37 @@ func (s *Sim) placePending(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 		return ret(c)
 	}
 	if g := a.group; g.LimitOrders > 0 && len(a.orders) >= g.LimitOrders {
-		return ret(mt5.RetLimitOrders)
+		return ret(trading.RetLimitOrders)
 	}
 	if c := s.volumeLimitCheck(a, y, req.Volume); c != 0 {
 		return ret(c)
 	}
-	mo := s.newOrder(a, y, req.Type, req.Volume, req.Comment, mt5.ReasonClient)
+	mo := s.newOrder(a, y, req.Type, req.Volume, req.Comment, trading.ReasonClient)
 	mo.Filling, mo.Price, mo.StopLimit, mo.SL, mo.TP = policy, req.Price, req.StopLimit, req.SL, req.TP
 	mo.TypeTime = req.TypeTime
-	if req.TypeTime == mt5.TimeSpecified || req.TypeTime == mt5.TimeSpecifiedDay {
+	if req.TypeTime == trading.TimeSpecified || req.TypeTime == trading.TimeSpecifiedDay {
 		mo.Expiration = req.Expiration
 	}
 	o := &order{Order: *mo, deadline: deadline}
 	a.orders[o.Ticket] = o
 	s.orderOwner[o.Ticket] = a
 	s.indexOrder(o)
-	o.State = mt5.StateRequestAdd
-	s.emitOrder(o.Order, mt5.ChangeNew)
-	o.State = mt5.StatePlaced
-	s.emitOrder(o.Order, mt5.ChangeUpdate)
-	return mt5.TradeResult{Retcode: mt5.RetPlaced, Order: o.Ticket, Price: o.Price, Volume: o.VolumeInitial}
+	o.State = trading.StateRequestAdd
+	s.emitOrder(o.Order, trading.ChangeNew)
+	o.State = trading.StatePlaced
+	s.emitOrder(o.Order, trading.ChangeUpdate)
+	return mt5.TradeResult{Retcode: trading.RetPlaced, Order: o.Ticket, Price: o.Price, Volume: o.VolumeInitial}
 }
 
 // lookupPending finds an open order of a, or answers why not.
-func lookupPending(a *account, ticket int64) (*order, mt5.Retcode) {
+func lookupPending(a *account, ticket int64) (*order, trading.Retcode) {
 	if o := a.orders[ticket]; o != nil {
 		return o, 0
 	}
 	if a.histByTkt[ticket] != nil {
-		return nil, mt5.RetOrderChanged // it has left the book (filled, cancelled, expired)
+		return nil, trading.RetOrderChanged // it has left the book (filled, cancelled, expired)
 	}
-	return nil, mt5.RetInvalid
+	return nil, trading.RetInvalid
 }
 
 func (s *Sim) modifyPending(a *account, req *mt5.TradeRequest) mt5.TradeResult {
@@ -188,15 +189,15 @@ func (s *Sim) modifyPending(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 		stopLimit = o.StopLimit
 	}
 	exp := req.Expiration
-	if req.TypeTime != mt5.TimeSpecified && req.TypeTime != mt5.TimeSpecifiedDay {
+	if req.TypeTime != trading.TimeSpecified && req.TypeTime != trading.TimeSpecifiedDay {
 		exp = 0
 	}
 	if price.Cmp(&o.Price) == 0 && stopLimit.Cmp(&o.StopLimit) == 0 && req.SL.Cmp(&o.SL) == 0 &&
 		req.TP.Cmp(&o.TP) == 0 && req.TypeTime == o.TypeTime && exp == o.Expiration {
-		return ret(mt5.RetNoChanges)
+		return ret(trading.RetNoChanges)
 	}
 	if frozen(y, o) {
-		return ret(mt5.RetFrozen)
+		return ret(trading.RetFrozen)
 	}
 	deadline, c := s.expirationCheck(y, req.TypeTime, req.Expiration)
 	if c != 0 {
@@ -209,18 +210,18 @@ func (s *Sim) modifyPending(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 		return ret(c)
 	}
 	o.Price, o.StopLimit, o.SL, o.TP, o.TypeTime, o.Expiration = price, stopLimit, req.SL, req.TP, req.TypeTime, exp
-	if req.TypeTime == mt5.TimeDay {
-		deadline = s.deadline(mt5.TimeDay, 0, o.TimeSetup)
+	if req.TypeTime == trading.TimeDay {
+		deadline = s.deadline(trading.TimeDay, 0, o.TimeSetup)
 	}
 	o.deadline = deadline
 	o.TimeUpdate = s.tradeTime()
 	o.ver++
 	s.indexOrder(o)
-	o.State = mt5.StateRequestModify
-	s.emitOrder(o.Order, mt5.ChangeUpdate)
-	o.State = mt5.StatePlaced
-	s.emitOrder(o.Order, mt5.ChangeUpdate)
-	return mt5.TradeResult{Retcode: mt5.RetDone, Order: o.Ticket, Price: o.Price, Volume: o.VolumeCurrent}
+	o.State = trading.StateRequestModify
+	s.emitOrder(o.Order, trading.ChangeUpdate)
+	o.State = trading.StatePlaced
+	s.emitOrder(o.Order, trading.ChangeUpdate)
+	return mt5.TradeResult{Retcode: trading.RetDone, Order: o.Ticket, Price: o.Price, Volume: o.VolumeCurrent}
 }
 
 func (s *Sim) removePending(a *account, req *mt5.TradeRequest) mt5.TradeResult {
@@ -233,16 +234,16 @@ func (s *Sim) removePending(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 		return ret(c)
 	}
 	if frozen(y, o) {
-		return ret(mt5.RetFrozen)
+		return ret(trading.RetFrozen)
 	}
-	o.State = mt5.StateRequestCancel
-	s.emitOrder(o.Order, mt5.ChangeUpdate)
-	s.finishOrder(a, o, mt5.StateCanceled)
-	return mt5.TradeResult{Retcode: mt5.RetDone, Order: o.Ticket}
+	o.State = trading.StateRequestCancel
+	s.emitOrder(o.Order, trading.ChangeUpdate)
+	s.finishOrder(a, o, trading.StateCanceled)
+	return mt5.TradeResult{Retcode: trading.RetDone, Order: o.Ticket}
 }
 
 // finishOrder takes o off the book in state st (canceled, expired, rejected).
-func (s *Sim) finishOrder(a *account, o *order, st mt5.OrderState) {
+func (s *Sim) finishOrder(a *account, o *order, st trading.OrderState) {
 	delete(a.orders, o.Ticket)
 	delete(s.orderOwner, o.Ticket)
 	o.ver++
@@ -250,25 +251,25 @@ func (s *Sim) finishOrder(a *account, o *order, st mt5.OrderState) {
 	o.State, o.TimeDone, o.TimeUpdate = st, now, now
 	h := o.Order
 	a.addHist(&h)
-	s.emitOrder(h, mt5.ChangeDelete)
+	s.emitOrder(h, trading.ChangeDelete)
 }
 
 func (s *Sim) modifySLTP(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 	p := a.positions[req.Position]
 	if p == nil {
 		if a.closedPos[req.Position] {
-			return ret(mt5.RetPositionClosed)
+			return ret(trading.RetPositionClosed)
 		}
-		return ret(mt5.RetInvalid)
+		return ret(trading.RetInvalid)
 	}
 	y := s.symbols[p.Symbol]
-	if c := s.symbolCheck(a, y, p.Type == mt5.PositionBuy, false); c != 0 {
+	if c := s.symbolCheck(a, y, p.Type == trading.Buy, false); c != 0 {
 		return ret(c)
 	}
 	if req.SL.Cmp(&p.SL) == 0 && req.TP.Cmp(&p.TP) == 0 {
-		return ret(mt5.RetNoChanges)
+		return ret(trading.RetNoChanges)
 	}
-	buy := p.Type == mt5.PositionBuy
+	buy := p.Type == trading.Buy
 	cp := closePrice(y, p.Type)
 	if fl := int64(y.spec.FreezeLevel); fl > 0 {
 		ck, _ := toPoints(y, cp)
@@ -278,7 +279,7 @@ func (s *Sim) modifySLTP(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 			}
 			k, _ := toPoints(y, st)
 			if d := k - ck; d < fl && d > -fl {
-				return ret(mt5.RetFrozen)
+				return ret(trading.RetFrozen)
 			}
 		}
 	}
@@ -287,11 +288,11 @@ func (s *Sim) modifySLTP(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 	}
 	if err := s.checkRates(a, y); err != nil { // the position update carries its profit
 		s.log.Warn("simulator refuses a modification it cannot value", "login", a.Login, "position", p.Ticket, "err", err)
-		return ret(mt5.RetPriceOff)
+		return ret(trading.RetPriceOff)
 	}
 	p.SL, p.TP, p.TimeUpdate = req.SL, req.TP, s.tradeTime()
 	p.ver++
 	s.indexPosition(y, p)
-	s.emitPosition(p, mt5.ChangeUpdate)
-	return mt5.TradeResult{Retcode: mt5.RetDone, Position: p.Ticket}
+	s.emitPosition(p, trading.ChangeUpdate)
+	return mt5.TradeResult{Retcode: trading.RetDone, Position: p.Ticket}
 }

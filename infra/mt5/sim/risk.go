@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -31,13 +32,13 @@ func (s *Sim) checkStopOuts(y *symbol) {
 func (s *Sim) checkStopOut(a *account) {
 	defer func() {
 		if len(a.positions) == 0 && a.Balance.Sign() < 0 {
-			d := &mt5.Deal{Ticket: s.nextDeal, Login: a.Login, Action: mt5.DealSOCompensation, Entry: mt5.EntryIn,
+			d := &mt5.Deal{Ticket: s.nextDeal, Login: a.Login, Action: trading.DealSOCompensation, Entry: trading.EntryIn,
 				Profit: dec.Neg(a.Balance), Comment: "stop-out compensation", Time: s.tradeTime()}
 			s.nextDeal++
 			a.Balance = apd.Decimal{}
 			a.addDeal(d)
 			s.emitDeal(d)
-			s.emitAccount(a, mt5.ChangeUpdate)
+			s.emitAccount(a, trading.ChangeUpdate)
 		}
 	}()
 	for len(a.positions) > 0 {
@@ -64,7 +65,7 @@ func (s *Sim) checkStopOut(a *account) {
 				worst, worstP = p, pr
 			}
 		}
-		if err := s.closeAtMarket(a, s.symbols[worst.Symbol], worst, mt5.ReasonSO, fmt.Sprintf("[so %s%%]", dec.Fixed(f.marginLevel(), 2))); err != nil {
+		if err := s.closeAtMarket(a, s.symbols[worst.Symbol], worst, trading.ReasonSO, fmt.Sprintf("[so %s%%]", dec.Fixed(f.marginLevel(), 2))); err != nil {
 			s.log.Error("simulator cannot stop out a position", "login", a.Login, "err", err)
 			return
 		}
@@ -90,11 +91,11 @@ func (s *Sim) rollover(d int64) {
 		for _, t := range tickets {
 			p := a.positions[t]
 			y := s.symbols[p.Symbol]
-			if len(y.spec.Sessions[wd]) == 0 || y.spec.SwapMode == mt5.SwapDisabled {
+			if len(y.spec.Sessions[wd]) == 0 || y.spec.SwapMode == trading.SwapDisabled {
 				continue
 			}
 			mult := int64(1)
-			if y.spec.Swap3Days == mt5.Weekday(wd) {
+			if y.spec.Swap3Days == trading.Weekday(wd) {
 				mult = 3
 			}
 			s.swapPosition(a, y, p, mult)
@@ -104,7 +105,7 @@ func (s *Sim) rollover(d int64) {
 
 func (s *Sim) swapPosition(a *account, y *symbol, p *position, mult int64) {
 	sp := &y.spec
-	buy := p.Type == mt5.PositionBuy
+	buy := p.Type == trading.Buy
 	rate := sp.SwapShort
 	if buy {
 		rate = sp.SwapLong
@@ -113,23 +114,23 @@ func (s *Sim) swapPosition(a *account, y *symbol, p *position, mult int64) {
 	var amt apd.Decimal
 	cur := sp.CurrencyProfit
 	switch sp.SwapMode {
-	case mt5.SwapByPoints:
+	case trading.SwapByPoints:
 		amt = dec.Mul(dec.Mul(dec.Mul(rate, sp.Point), sp.ContractSize), p.Volume)
-	case mt5.SwapBySymbolCurrency:
+	case trading.SwapBySymbolCurrency:
 		amt, cur = dec.Mul(rate, p.Volume), sp.CurrencyBase
-	case mt5.SwapByMarginCurrency:
+	case trading.SwapByMarginCurrency:
 		amt, cur = dec.Mul(rate, p.Volume), sp.CurrencyMargin
-	case mt5.SwapByGroupCurrency:
+	case trading.SwapByGroupCurrency:
 		amt, cur = dec.Mul(rate, p.Volume), a.Currency
-	case mt5.SwapByProfitCurrency:
+	case trading.SwapByProfitCurrency:
 		amt = dec.Mul(rate, p.Volume)
-	case mt5.SwapByInterestCurrent, mt5.SwapByInterestOpen:
+	case trading.SwapByInterestCurrent, trading.SwapByInterestOpen:
 		price := closePrice(y, p.Type)
-		if sp.SwapMode == mt5.SwapByInterestOpen {
+		if sp.SwapMode == trading.SwapByInterestOpen {
 			price = p.PriceOpen
 		}
 		amt = dec.MustQuo(dec.Mul(dec.Mul(dec.Mul(price, sp.ContractSize), p.Volume), rate), dec.New(36000, 0))
-	case mt5.SwapReopenByClose, mt5.SwapReopenByBid:
+	case trading.SwapReopenByClose, trading.SwapReopenByBid:
 		s.reopen(a, y, p, rate)
 		return
 	default:
@@ -148,7 +149,7 @@ func (s *Sim) swapPosition(a *account, y *symbol, p *position, mult int64) {
 	p.Swap = dec.Add(p.Swap, round2(v))
 	s.aggAdd(a, p, 1)
 	p.TimeUpdate = s.tradeTime()
-	s.emitPosition(p, mt5.ChangeUpdate)
+	s.emitPosition(p, trading.ChangeUpdate)
 }
 
 func (s *Sim) reopen(a *account, y *symbol, p *position, points apd.Decimal) {
@@ -156,9 +157,9 @@ func (s *Sim) reopen(a *account, y *symbol, p *position, points apd.Decimal) {
 		s.log.Error("simulator cannot reopen a position at rollover", "login", a.Login, "position", p.Ticket, "err", err)
 		return
 	}
-	buy := p.Type == mt5.PositionBuy
+	buy := p.Type == trading.Buy
 	cls := closePrice(y, p.Type)
-	if y.spec.SwapMode == mt5.SwapReopenByBid {
+	if y.spec.SwapMode == trading.SwapReopenByBid {
 		cls = y.bid
 	}
 	shift := dec.Mul(points, y.spec.Point)
@@ -168,14 +169,14 @@ func (s *Sim) reopen(a *account, y *symbol, p *position, points apd.Decimal) {
 	}
 	reopenAt = dec.Round(reopenAt, int32(y.spec.Digits))
 	vol, sl, tp := p.Volume, p.SL, p.TP
-	co := s.newOrder(a, y, orderSide(!buy), vol, "[rollover]", mt5.ReasonRollover)
+	co := s.newOrder(a, y, orderSide(!buy), vol, "[rollover]", trading.ReasonRollover)
 	// Neither can fail: the rates were checked above, under the same lock and quotes.
-	if _, err := s.execClose(a, y, p, co, []fillPart{{vol, cls}}, mt5.ReasonRollover); err != nil {
+	if _, err := s.execClose(a, y, p, co, []fillPart{{vol, cls}}, trading.ReasonRollover); err != nil {
 		panic(fmt.Sprintf("sim: rollover close of %d after checkRates: %v", p.Ticket, err))
 	}
-	oo := s.newOrder(a, y, orderSide(buy), vol, "[rollover]", mt5.ReasonRollover)
+	oo := s.newOrder(a, y, orderSide(buy), vol, "[rollover]", trading.ReasonRollover)
 	oo.SL, oo.TP = sl, tp
-	if _, _, err := s.execOpen(a, y, oo, buy, []fillPart{{vol, reopenAt}}, mt5.ReasonRollover); err != nil {
+	if _, _, err := s.execOpen(a, y, oo, buy, []fillPart{{vol, reopenAt}}, trading.ReasonRollover); err != nil {
 		panic(fmt.Sprintf("sim: rollover reopen of %d after checkRates: %v", p.Ticket, err))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -225,16 +226,16 @@ func (y *SeedSymbol) build(templates map[string]map[string][]SeedSession) (*symb
 	add(e)
 	i, e := enumIndex(tradeModeNames, y.TradeMode, "tradeMode")
 	add(e)
-	sp.TradeMode = mt5.TradeMode(i)
+	sp.TradeMode = trading.TradeMode(i)
 	i, e = enumIndex(execModeNames, y.ExecutionMode, "executionMode")
 	add(e)
-	sp.ExecutionMode = mt5.ExecMode(i)
+	sp.ExecutionMode = trading.ExecMode(i)
 	i, e = enumIndex(swapModeNames, orDefault(y.SwapMode, "DISABLED"), "swapMode")
 	add(e)
-	sp.SwapMode = mt5.SwapMode(i)
+	sp.SwapMode = trading.SwapMode(i)
 	i, e = enumIndex(append(append([]string{}, weekdayKeys...), "DISABLED"), orDefault(y.Swap3Days, "WEDNESDAY"), "swap3Days")
 	add(e)
-	sp.Swap3Days = mt5.Weekday(i)
+	sp.Swap3Days = trading.Weekday(i)
 	switch orDefault(y.MarginCalc, "FOREX") {
 	case "FOREX":
 		sp.MarginCalc = mt5.CalcForex
@@ -246,11 +247,11 @@ func (y *SeedSymbol) build(templates map[string]map[string][]SeedSession) (*symb
 	for _, f := range y.FillModes {
 		switch f {
 		case "FOK":
-			sp.FillFlags |= mt5.FillFlagFOK
+			sp.FillFlags |= trading.FillFlagFOK
 		case "IOC":
-			sp.FillFlags |= mt5.FillFlagIOC
+			sp.FillFlags |= trading.FillFlagIOC
 		case "BOC":
-			sp.FillFlags |= mt5.FillFlagBOC
+			sp.FillFlags |= trading.FillFlagBOC
 		default:
 			add(fmt.Errorf("unknown fill mode %q", f))
 		}

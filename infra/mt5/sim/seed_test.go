@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -33,7 +34,7 @@ func TestDefaultSeedHasWhatTheDesignRequires(t *testing.T) {
 		t.Errorf("offset %d", info.TimeZoneOffsetMinutes)
 	}
 	syms, _ := h.s.Symbols(h.ctx)
-	modes := map[mt5.TradeMode]int{}
+	modes := map[trading.TradeMode]int{}
 	var always247Full, request, noSLTP, noGTD, neverOpen int
 	for _, y := range syms {
 		modes[y.TradeMode]++
@@ -49,26 +50,26 @@ func TestDefaultSeedHasWhatTheDesignRequires(t *testing.T) {
 			all = all && full
 			none = none && len(y.Sessions[d]) == 0
 		}
-		if all && y.TradeMode == mt5.TradeFull && y.ExecutionMode == mt5.ExecMarket {
+		if all && y.TradeMode == trading.TradeFull && y.ExecutionMode == trading.ExecMarket {
 			always247Full++
 		}
-		if !all && y.TradeMode != mt5.TradeFull {
+		if !all && y.TradeMode != trading.TradeFull {
 			t.Errorf("%s: a restricted trade mode must trade 24/7 so tests of it never depend on the clock", y.Name)
 		}
 		if none {
 			neverOpen++
 		}
-		if y.ExecutionMode == mt5.ExecRequest {
+		if y.ExecutionMode == trading.ExecRequest {
 			request++
 		}
-		if y.OrderModes&(mt5.ModeSL|mt5.ModeTP) == 0 {
+		if y.OrderModes&(trading.ModeSL|trading.ModeTP) == 0 {
 			noSLTP++
 		}
-		if !y.ExpirationModes.Allows(mt5.TimeSpecified) {
+		if !y.ExpirationModes.Allows(trading.TimeSpecified) {
 			noGTD++
 		}
 	}
-	for m := mt5.TradeDisabled; m <= mt5.TradeFull; m++ {
+	for m := trading.TradeDisabled; m <= trading.TradeFull; m++ {
 		if modes[m] == 0 {
 			t.Errorf("no symbol in trade mode %v", m)
 		}

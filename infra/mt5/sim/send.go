@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -29,7 +30,7 @@ const (
 // Fault is the injected fault; Latency is added before every Send in any mode.
 type Fault struct {
 	Mode    FaultMode
-	Retcode mt5.Retcode // FaultRefuse
+	Retcode trading.Retcode // FaultRefuse
 	Latency time.Duration
 	// AnswerDelay holds the answer of every request that executes (whatever the mode) for
 	// this long after the execution is durable: a caller whose context ends meanwhile gets
@@ -60,7 +61,7 @@ func (s *Sim) Send(ctx context.Context, req mt5.TradeRequest) (mt5.TradeResult, 
 	case FaultTimeout:
 		return mt5.TradeResult{}, mt5.ErrTimeout
 	case FaultDisconnect:
-		return ret(mt5.RetConnection), nil
+		return ret(trading.RetConnection), nil
 	case FaultRefuse:
 		return ret(f.Retcode), nil
 	}
@@ -91,7 +92,7 @@ func (s *Sim) Send(ctx context.Context, req mt5.TradeRequest) (mt5.TradeResult, 
 func (s *Sim) execLocked(req *mt5.TradeRequest) mt5.TradeResult {
 	a := s.accounts[req.Login]
 	if a == nil {
-		return ret(mt5.RetInvalid)
+		return ret(trading.RetInvalid)
 	}
 	switch req.Action {
 	case mt5.ActionDeal:
@@ -105,11 +106,11 @@ func (s *Sim) execLocked(req *mt5.TradeRequest) mt5.TradeResult {
 		return s.modifyPending(a, req)
 	case mt5.ActionRemove:
 		if s.fault.Mode == FaultShortfalls {
-			return ret(mt5.RetDone) // the staging server accepts the cancel and never applies it
+			return ret(trading.RetDone) // the staging server accepts the cancel and never applies it
 		}
 		return s.removePending(a, req)
 	case mt5.ActionSLTP:
 		return s.modifySLTP(a, req)
 	}
-	return ret(mt5.RetInvalid)
+	return ret(trading.RetInvalid)
 }

@@ -2,14 +2,13 @@ package sim
 
 import (
 	"testing"
-
-	"tradesvc/infra/mt5"
+	"tradesvc/events/trading"
 )
 
 func TestSwapByPointsChargesNightlyAndTripleOnWednesday(t *testing.T) {
 	h := newHarness(t) // Tuesday
 	h.quote("EURUSD", "1.08500", "1.08510")
-	r := h.mustCode(mt5.RetDone, market(1001, "EURUSD", mt5.OrderBuy, "1"))
+	r := h.mustCode(trading.RetDone, market(1001, "EURUSD", trading.OrderBuy, "1"))
 	h.clock.Set(serverTime(2026, 11, 17, 23, 59))
 	h.housekeep()
 	eqDec(t, "no swap before rollover", h.positions(1001)[0].Swap, "0")
@@ -27,7 +26,7 @@ func TestSwapByPointsChargesNightlyAndTripleOnWednesday(t *testing.T) {
 	h.clock.Set(serverTime(2026, 11, 23, 12, 0))
 	h.housekeep()
 	eqDec(t, "swap on Monday", h.positions(1001)[0].Swap, "-39.00") // + Thursday + Friday
-	h.mustCode(mt5.RetDone, closeReq(1001, r.Position, ""))
+	h.mustCode(trading.RetDone, closeReq(1001, r.Position, ""))
 	ds := h.deals(1001)
 	eqDec(t, "swap booked on the out deal", ds[len(ds)-1].Swap, "-39.00")
 	// 10000 - 7 (open) - 7 (close) - 10 (spread) - 39 (swap)
@@ -37,7 +36,7 @@ func TestSwapByPointsChargesNightlyAndTripleOnWednesday(t *testing.T) {
 func TestSwapByInterestOnBTCUSD(t *testing.T) {
 	h := newHarness(t)
 	h.quote("BTCUSD", "60000.00", "60010.00")
-	h.mustCode(mt5.RetDone, market(1001, "BTCUSD", mt5.OrderBuy, "1"))
+	h.mustCode(trading.RetDone, market(1001, "BTCUSD", trading.OrderBuy, "1"))
 	h.clock.Set(serverTime(2026, 11, 18, 0, 0))
 	h.housekeep()
 	// 60000 * 1 * 1 * -18% / 360
@@ -47,7 +46,7 @@ func TestSwapByInterestOnBTCUSD(t *testing.T) {
 func TestSwapReopenByClosePriceClosesAndReopensUnderANewTicket(t *testing.T) {
 	h := newHarness(t) // LTCUSD: mode 7, long -50 points, triple Wednesday
 	h.quote("LTCUSD", "80.00", "80.10")
-	r := h.mustCode(mt5.RetDone, market(1001, "LTCUSD", mt5.OrderBuy, "1"))
+	r := h.mustCode(trading.RetDone, market(1001, "LTCUSD", trading.OrderBuy, "1"))
 	seq := h.lastSeq()
 	h.clock.Set(serverTime(2026, 11, 18, 0, 0))
 	h.housekeep()
@@ -60,7 +59,7 @@ func TestSwapReopenByClosePriceClosesAndReopensUnderANewTicket(t *testing.T) {
 	eqDec(t, "closed at the bid", fs[1].Deal.Price, "80.00")
 	eqDec(t, "realised", fs[1].Deal.Profit, "-0.10")
 	eqDec(t, "reopened 50 points worse", fs[5].Deal.Price, "80.50")
-	if fs[1].Deal.Reason != mt5.ReasonRollover || fs[5].Deal.Reason != mt5.ReasonRollover {
+	if fs[1].Deal.Reason != trading.ReasonRollover || fs[5].Deal.Reason != trading.ReasonRollover {
 		t.Fatal("rollover deals must carry the rollover reason")
 	}
 	ps := h.positions(1001)
@@ -76,7 +75,7 @@ func TestSwapReopenByClosePriceClosesAndReopensUnderANewTicket(t *testing.T) {
 func TestSwapReopenByBidForASell(t *testing.T) {
 	h := newHarness(t) // XRPUSD: mode 8, short -10 points
 	h.quote("XRPUSD", "0.5000", "0.5020")
-	h.mustCode(mt5.RetDone, market(1001, "XRPUSD", mt5.OrderSell, "1"))
+	h.mustCode(trading.RetDone, market(1001, "XRPUSD", trading.OrderSell, "1"))
 	h.quote("XRPUSD", "0.5100", "0.5120")
 	h.clock.Set(serverTime(2026, 11, 18, 0, 0))
 	h.housekeep()
@@ -89,18 +88,18 @@ func TestSwapReopenByBidForASell(t *testing.T) {
 
 func TestSwapModesInTheirUnits(t *testing.T) {
 	cases := []struct {
-		mode  mt5.SwapMode
+		mode  trading.SwapMode
 		rate  string
 		login int64
 		want  string
 	}{
-		{mt5.SwapBySymbolCurrency, "-0.001", 1001, "-60.00"}, // 0.001 BTC at the 60000 bid
-		{mt5.SwapByMarginCurrency, "-2.5", 1001, "-2.50"},
-		{mt5.SwapByGroupCurrency, "-3", 1004, "-3.00"}, // already in the deposit currency (USC)
-		{mt5.SwapByProfitCurrency, "-4", 1004, "-400.00"},
-		{mt5.SwapByInterestOpen, "-18", 1001, "-30.00"}, // 60010*18%/360 = 30.005, half-even
-		{mt5.SwapByInterestCurrent, "-18", 1001, "-30.00"},
-		{mt5.SwapByPoints, "-150", 1001, "-1.50"}, // 150 points of 0.01 on 1 lot of contract 1
+		{trading.SwapBySymbolCurrency, "-0.001", 1001, "-60.00"}, // 0.001 BTC at the 60000 bid
+		{trading.SwapByMarginCurrency, "-2.5", 1001, "-2.50"},
+		{trading.SwapByGroupCurrency, "-3", 1004, "-3.00"}, // already in the deposit currency (USC)
+		{trading.SwapByProfitCurrency, "-4", 1004, "-400.00"},
+		{trading.SwapByInterestOpen, "-18", 1001, "-30.00"}, // 60010*18%/360 = 30.005, half-even
+		{trading.SwapByInterestCurrent, "-18", 1001, "-30.00"},
+		{trading.SwapByPoints, "-150", 1001, "-1.50"}, // 150 points of 0.01 on 1 lot of contract 1
 	}
 	for _, c := range cases {
 		t.Run(c.mode.String(), func(t *testing.T) {
@@ -108,7 +107,7 @@ func TestSwapModesInTheirUnits(t *testing.T) {
 			y := h.s.symbols["BTCUSD"]
 			y.spec.SwapMode, y.spec.SwapLong = c.mode, D(c.rate)
 			h.quote("BTCUSD", "60000.00", "60010.00")
-			h.mustCode(mt5.RetDone, market(c.login, "BTCUSD", mt5.OrderBuy, "1"))
+			h.mustCode(trading.RetDone, market(c.login, "BTCUSD", trading.OrderBuy, "1"))
 			h.clock.Set(serverTime(2026, 11, 18, 0, 0))
 			h.housekeep()
 			eqDec(t, "swap", h.positions(c.login)[0].Swap, c.want)
@@ -123,7 +122,7 @@ func TestCreditCountsInEquityButNotBalance(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := h.factsAfter(seq)
-	if len(fs) != 2 || fs[0].Deal.Action != mt5.DealCredit {
+	if len(fs) != 2 || fs[0].Deal.Action != trading.DealCredit {
 		t.Fatalf("facts %v", kinds(fs))
 	}
 	eqDec(t, "credit in the account fact", fs[1].Account.Credit, "500")

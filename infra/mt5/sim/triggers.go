@@ -7,7 +7,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
-	"tradesvc/infra/mt5"
+	"tradesvc/events/trading"
 )
 
 // indexOrder (re)inserts a pending order's trigger and expiry entries at its current version.
@@ -16,13 +16,13 @@ func (s *Sim) indexOrder(o *order) {
 	k, _ := toPoints(y, o.Price)
 	e := trigEntry{key: k, tkt: o.Ticket, ver: o.ver}
 	switch o.Type {
-	case mt5.OrderBuyLimit:
+	case trading.OrderBuyLimit:
 		y.buyLimit.push(e)
-	case mt5.OrderSellLimit:
+	case trading.OrderSellLimit:
 		y.sellLimit.push(e)
-	case mt5.OrderBuyStop, mt5.OrderBuyStopLimit:
+	case trading.OrderBuyStop, trading.OrderBuyStopLimit:
 		y.buyStop.push(e)
-	case mt5.OrderSellStop, mt5.OrderSellStopLimit:
+	case trading.OrderSellStop, trading.OrderSellStopLimit:
 		y.sellStop.push(e)
 	}
 	if o.deadline > 0 {
@@ -32,7 +32,7 @@ func (s *Sim) indexOrder(o *order) {
 
 // indexPosition (re)inserts a position's SL and TP entries at its current version.
 func (s *Sim) indexPosition(y *symbol, p *position) {
-	buy := p.Type == mt5.PositionBuy
+	buy := p.Type == trading.Buy
 	if !p.SL.IsZero() {
 		k, _ := toPoints(y, p.SL)
 		e := trigEntry{key: k, tkt: p.Ticket, ver: p.ver}
@@ -107,18 +107,18 @@ func (s *Sim) triggerOrder(y *symbol, tkt int64) {
 	a := s.orderOwner[tkt]
 	o := a.orders[tkt]
 	switch o.Type {
-	case mt5.OrderBuyStopLimit, mt5.OrderSellStopLimit:
+	case trading.OrderBuyStopLimit, trading.OrderSellStopLimit:
 		// the stop is touched: the order becomes a limit order at its stop-limit price
-		if o.Type == mt5.OrderBuyStopLimit {
-			o.Type = mt5.OrderBuyLimit
+		if o.Type == trading.OrderBuyStopLimit {
+			o.Type = trading.OrderBuyLimit
 		} else {
-			o.Type = mt5.OrderSellLimit
+			o.Type = trading.OrderSellLimit
 		}
 		o.Price, o.StopLimit = o.StopLimit, apd.Decimal{}
 		o.TimeUpdate = s.tradeTime()
 		o.ver++
 		s.indexOrder(o)
-		s.emitOrder(o.Order, mt5.ChangeUpdate)
+		s.emitOrder(o.Order, trading.ChangeUpdate)
 		return
 	}
 	s.fillPending(a, y, o)
@@ -137,7 +137,7 @@ func (s *Sim) fillPending(a *account, y *symbol, o *order) {
 	}
 	if c != 0 {
 		// MT5 rejects a triggered order the account cannot carry
-		s.finishOrder(a, o, mt5.StateRejected)
+		s.finishOrder(a, o, trading.StateRejected)
 		return
 	}
 	delete(a.orders, o.Ticket)
@@ -153,9 +153,9 @@ func (s *Sim) fillPending(a *account, y *symbol, o *order) {
 func (s *Sim) triggerStop(y *symbol, tkt int64, sl bool) {
 	a := s.posOwner[tkt]
 	p := a.positions[tkt]
-	reason, what, lvl := mt5.ReasonTP, "tp", p.TP
+	reason, what, lvl := trading.ReasonTP, "tp", p.TP
 	if sl {
-		reason, what, lvl = mt5.ReasonSL, "sl", p.SL
+		reason, what, lvl = trading.ReasonSL, "sl", p.SL
 	}
 	if err := s.closeAtMarket(a, y, p, reason, fmt.Sprintf("[%s %s]", what, dec.Fixed(lvl, int32(y.spec.Digits)))); err != nil {
 		s.log.Error("simulator cannot execute a stop; the position stays open", "login", a.Login, "position", tkt,
@@ -185,7 +185,7 @@ func (s *Sim) Housekeep() error {
 		if o.deadline != e.key {
 			continue
 		}
-		s.finishOrder(a, o, mt5.StateExpired)
+		s.finishOrder(a, o, trading.StateExpired)
 	}
 	if day := s.serverDay(now); s.rolloverDay < day {
 		for s.rolloverDay < day {

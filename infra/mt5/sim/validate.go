@@ -4,39 +4,40 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
 // The checks below return 0 when the request passes, else the return code MT5 gives.
 
-func ret(c mt5.Retcode) mt5.TradeResult { return mt5.TradeResult{Retcode: c} }
+func ret(c trading.Retcode) mt5.TradeResult { return mt5.TradeResult{Retcode: c} }
 
 // symbolCheck: trade permission of the account and symbol, and the session.
-func (s *Sim) symbolCheck(a *account, y *symbol, buy, opening bool) mt5.Retcode {
+func (s *Sim) symbolCheck(a *account, y *symbol, buy, opening bool) trading.Retcode {
 	if !a.TradeAllowed {
-		return mt5.RetClientDisablesAT
+		return trading.RetClientDisablesAT
 	}
 	switch y.spec.TradeMode {
-	case mt5.TradeDisabled:
-		return mt5.RetTradeDisabled
-	case mt5.TradeLongOnly:
+	case trading.TradeDisabled:
+		return trading.RetTradeDisabled
+	case trading.TradeLongOnly:
 		if opening && !buy {
-			return mt5.RetLongOnly
+			return trading.RetLongOnly
 		}
-	case mt5.TradeShortOnly:
+	case trading.TradeShortOnly:
 		if opening && buy {
-			return mt5.RetShortOnly
+			return trading.RetShortOnly
 		}
-	case mt5.TradeCloseOnly:
+	case trading.TradeCloseOnly:
 		if opening {
-			return mt5.RetCloseOnly
+			return trading.RetCloseOnly
 		}
-	case mt5.TradeFull:
+	case trading.TradeFull:
 	default:
-		return mt5.RetTradeDisabled
+		return trading.RetTradeDisabled
 	}
 	if !s.inSession(y, s.nowMs()) {
-		return mt5.RetMarketClosed
+		return trading.RetMarketClosed
 	}
 	return 0
 }
@@ -57,53 +58,53 @@ func priceOK(y *symbol, p apd.Decimal) bool {
 	return dec.IsMultiple(p, y.spec.TickSize)
 }
 
-func fillingCheck(y *symbol, f *mt5.FillPolicy) (mt5.FillPolicy, mt5.Retcode) {
+func fillingCheck(y *symbol, f *trading.FillPolicy) (trading.FillPolicy, trading.Retcode) {
 	if f == nil {
-		if y.spec.FillFlags&mt5.FillFlagIOC != 0 {
-			return mt5.FillIOC, 0
+		if y.spec.FillFlags&trading.FillFlagIOC != 0 {
+			return trading.FillIOC, 0
 		}
-		return mt5.FillFOK, 0
+		return trading.FillFOK, 0
 	}
 	switch *f {
-	case mt5.FillFOK:
-		if y.spec.FillFlags&mt5.FillFlagFOK != 0 {
+	case trading.FillFOK:
+		if y.spec.FillFlags&trading.FillFlagFOK != 0 {
 			return *f, 0
 		}
-	case mt5.FillIOC:
-		if y.spec.FillFlags&mt5.FillFlagIOC != 0 {
+	case trading.FillIOC:
+		if y.spec.FillFlags&trading.FillFlagIOC != 0 {
 			return *f, 0
 		}
 	}
-	return 0, mt5.RetInvalidFill
+	return 0, trading.RetInvalidFill
 }
 
 // stopsCheck validates sl/tp of a buy or sell against reference price ref (the closing
 // side of the market for positions, the open price for pending orders).
-func (s *Sim) stopsCheck(y *symbol, buy bool, sl, tp, ref apd.Decimal) mt5.Retcode {
+func (s *Sim) stopsCheck(y *symbol, buy bool, sl, tp, ref apd.Decimal) trading.Retcode {
 	if sl.Sign() < 0 || tp.Sign() < 0 {
-		return mt5.RetInvalidStops
+		return trading.RetInvalidStops
 	}
-	if !sl.IsZero() && y.spec.OrderModes&mt5.ModeSL == 0 || !tp.IsZero() && y.spec.OrderModes&mt5.ModeTP == 0 {
-		return mt5.RetInvalidStops
+	if !sl.IsZero() && y.spec.OrderModes&trading.ModeSL == 0 || !tp.IsZero() && y.spec.OrderModes&trading.ModeTP == 0 {
+		return trading.RetInvalidStops
 	}
 	refK, _ := toPoints(y, ref)
 	lvl := int64(y.spec.StopsLevel)
 	if !sl.IsZero() {
 		if !priceOK(y, sl) {
-			return mt5.RetInvalidStops
+			return trading.RetInvalidStops
 		}
 		k, _ := toPoints(y, sl)
 		if buy && !(k < refK && refK-k >= lvl) || !buy && !(k > refK && k-refK >= lvl) {
-			return mt5.RetInvalidStops
+			return trading.RetInvalidStops
 		}
 	}
 	if !tp.IsZero() {
 		if !priceOK(y, tp) {
-			return mt5.RetInvalidStops
+			return trading.RetInvalidStops
 		}
 		k, _ := toPoints(y, tp)
 		if buy && !(k > refK && k-refK >= lvl) || !buy && !(k < refK && refK-k >= lvl) {
-			return mt5.RetInvalidStops
+			return trading.RetInvalidStops
 		}
 	}
 	return 0
@@ -111,16 +112,16 @@ func (s *Sim) stopsCheck(y *symbol, buy bool, sl, tp, ref apd.Decimal) mt5.Retco
 
 // requoteCheck: under REQUEST and INSTANT execution a price the client saw that is now more
 // than Deviation points away is requoted. A zero price accepts the current one.
-func (s *Sim) requoteCheck(y *symbol, buy bool, req *mt5.TradeRequest) mt5.Retcode {
+func (s *Sim) requoteCheck(y *symbol, buy bool, req *mt5.TradeRequest) trading.Retcode {
 	if s.fault.Mode == FaultRequote {
-		return mt5.RetRequote
+		return trading.RetRequote
 	}
-	if y.spec.ExecutionMode != mt5.ExecRequest && y.spec.ExecutionMode != mt5.ExecInstant || req.Price.IsZero() {
+	if y.spec.ExecutionMode != trading.ExecRequest && y.spec.ExecutionMode != trading.ExecInstant || req.Price.IsZero() {
 		return 0
 	}
 	k, ok := toPoints(y, req.Price)
 	if !ok {
-		return mt5.RetInvalidPrice
+		return trading.RetInvalidPrice
 	}
 	cur := y.bidK
 	if buy {
@@ -131,21 +132,21 @@ func (s *Sim) requoteCheck(y *symbol, buy bool, req *mt5.TradeRequest) mt5.Retco
 		d = -d
 	}
 	if d > int64(req.Deviation) {
-		return mt5.RetRequote
+		return trading.RetRequote
 	}
 	return 0
 }
 
 // groupOpenCheck applies the account group's position rules to opening a position.
-func (s *Sim) groupOpenCheck(a *account, y *symbol, buy bool) mt5.Retcode {
+func (s *Sim) groupOpenCheck(a *account, y *symbol, buy bool) trading.Retcode {
 	g := a.group
 	if g.LimitPositions > 0 && len(a.positions) >= g.LimitPositions {
-		return mt5.RetLimitPositions
+		return trading.RetLimitPositions
 	}
 	if g.HedgeProhibited {
 		for _, p := range a.positions {
 			if p.Symbol == y.spec.Name && p.Type != posType(buy) {
-				return mt5.RetHedgeProhibited
+				return trading.RetHedgeProhibited
 			}
 		}
 	}
@@ -153,7 +154,7 @@ func (s *Sim) groupOpenCheck(a *account, y *symbol, buy bool) mt5.Retcode {
 }
 
 // volumeLimitCheck: positions plus pending orders of the symbol may not exceed VolumeLimit.
-func (s *Sim) volumeLimitCheck(a *account, y *symbol, add apd.Decimal) mt5.Retcode {
+func (s *Sim) volumeLimitCheck(a *account, y *symbol, add apd.Decimal) trading.Retcode {
 	if y.spec.VolumeLimit.IsZero() {
 		return 0
 	}
@@ -169,28 +170,28 @@ func (s *Sim) volumeLimitCheck(a *account, y *symbol, add apd.Decimal) mt5.Retco
 		}
 	}
 	if sum.Cmp(&y.spec.VolumeLimit) > 0 {
-		return mt5.RetLimitVolume
+		return trading.RetLimitVolume
 	}
 	return 0
 }
 
 // marginCheck: every conversion the trade needs must be possible (10021 otherwise), and free
 // margin after adding vol lots at price must not be negative.
-func (s *Sim) marginCheck(a *account, y *symbol, vol, price apd.Decimal) mt5.Retcode {
+func (s *Sim) marginCheck(a *account, y *symbol, vol, price apd.Decimal) trading.Retcode {
 	if err := s.checkRates(a, y); err != nil {
 		s.log.Warn("simulator refuses a trade it cannot value", "login", a.Login, "err", err)
-		return mt5.RetPriceOff
+		return trading.RetPriceOff
 	}
 	need, err := s.marginOf(a, y, vol, price)
 	if err != nil {
-		return mt5.RetPriceOff // not reached: checkRates covered the margin currency
+		return trading.RetPriceOff // not reached: checkRates covered the margin currency
 	}
 	f, err := s.figuresOf(a)
 	if err != nil {
-		return mt5.RetPriceOff // not reached: checkRates covered every symbol a holds
+		return trading.RetPriceOff // not reached: checkRates covered every symbol a holds
 	}
 	if after := dec.Sub(f.free, need); after.Sign() < 0 {
-		return mt5.RetNoMoney
+		return trading.RetNoMoney
 	}
 	return 0
 }

@@ -1,4 +1,4 @@
-package mt5
+package trading
 
 import "testing"
 

@@ -1,8 +1,8 @@
-package mt5
+package trading
 
 import "strconv"
 
-// Retcode is an MT5 trade-server return code (TRADE_RETCODE_*).
+// Retcode is a trade-server return code (TRADE_RETCODE_*), the wire's mt5RetCode.
 type Retcode int
 
 // Return codes 10004..10046. Success codes are Placed, Done and DonePartial.
