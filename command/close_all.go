@@ -2,55 +2,18 @@ package command
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events"
-	"tradesvc/query"
+	"tradesvc/events/trading"
 )
-
-// CloseAll is DELETE /v1/allOpenPositions: close every open position of Login. It always
-// behaves like ACK.
-type CloseAll struct {
-	Caller       Caller
-	Login        int64
-	TradeAllowed bool
-	Params       Params
-}
-
-// SweepLeg is one position of a sweep's snapshot and its close operation as known now.
-type SweepLeg struct {
-	PositionID int64
-	Op         query.Operation
-	Digits     int32
-}
-
-// SweepResult is a sweep's answer: its snapshot, leg by leg.
-type SweepResult struct {
-	Login         int64
-	ClientOrderID string
-	Legs          []SweepLeg
-}
 
 // CloseAllHandler records and queues sweeps.
 type CloseAllHandler struct {
-	core      core
-	v         *Validator
+	core      *core
 	positions PositionReader
-}
-
-// NewCloseAllHandler builds the handler.
-func NewCloseAllHandler(s Shared, v *Validator, positions PositionReader) (CloseAllHandler, error) {
-	c, err := newCore(s)
-	if err != nil {
-		return CloseAllHandler{}, err
-	}
-	if v == nil || positions == nil {
-		return CloseAllHandler{}, errors.New("command: close all needs a validator and the positions read model")
-	}
-	return CloseAllHandler{core: c, v: v, positions: positions}, nil
 }
 
 // Handle snapshots the open positions and queues one close per position, all in one append
@@ -59,14 +22,12 @@ func NewCloseAllHandler(s Shared, v *Validator, positions PositionReader) (Close
 // are appended again, and the trade server answers a leg whose position has closed meanwhile
 // with 10036 (-5006).
 func (h CloseAllHandler) Handle(ctx context.Context, cmd CloseAll) (SweepResult, error) {
-	coid, given, err := clientOrderID(cmd.Params, "newClientOrderId")
-	if err != nil {
-		return SweepResult{}, err
-	}
-	if rec, ok, err := h.core.lookup(ctx, cmd.Caller, coid, given); err != nil {
-		return SweepResult{}, err
-	} else if ok {
-		return h.replay(ctx, rec, cmd.Login)
+	if cmd.ClientID.Given {
+		if rec, ok, err := h.core.records.Get(ctx, cmd.Caller.APIKeyID, cmd.ClientID.ID); err != nil {
+			return SweepResult{}, err
+		} else if ok {
+			return h.replay(ctx, rec, cmd.Login)
+		}
 	}
 	if !cmd.TradeAllowed {
 		return SweepResult{}, errAccountTradeOff
@@ -75,90 +36,88 @@ func (h CloseAllHandler) Handle(ctx context.Context, cmd CloseAll) (SweepResult,
 	if err != nil {
 		return SweepResult{}, fmt.Errorf("read open positions of %d: %w", cmd.Login, err)
 	}
-	head, err := h.core.header(ctx, cmd.Caller, cmd.Login, coid)
+	head, err := h.core.header(ctx, cmd.Base)
 	if err != nil {
 		return SweepResult{}, err
 	}
 	sweep := &events.SweepRequested{Operation: head, Legs: []events.SweepLeg{}}
-	evs := []events.Event{sweep}
+	evs := []events.Command{sweep}
 	for _, pos := range open {
-		legHead, err := h.core.header(ctx, cmd.Caller, cmd.Login, coid)
+		legHead, err := h.core.header(ctx, cmd.Base)
 		if err != nil {
 			return SweepResult{}, err
 		}
-		leg := &events.PositionCloseRequested{Operation: legHead,
-			PositionID: pos.PositionID, Symbol: pos.Symbol, Side: closingSide(pos), SweepID: sweep.OperationID}
+		leg := &events.PositionCloseRequested{Operation: legHead, PositionID: pos.PositionID, Symbol: pos.Symbol,
+			Side: pos.Direction.Opposite().String(), SweepID: sweep.OperationID}
 		vol := pos.Volume
 		sweep.Legs = append(sweep.Legs, events.SweepLeg{PositionID: pos.PositionID, OperationID: leg.OperationID,
-			ClientOrderID: coid, Tag: leg.Tag, Volume: &vol})
+			ClientOrderID: cmd.ClientID.ID, Tag: leg.Tag, Volume: &vol})
 		evs = append(evs, leg)
 	}
-	rec, created, err := h.core.submit(ctx, newOperation{caller: cmd.Caller, coid: coid, kind: query.KindCloseAll,
-		login: cmd.Login, id: sweep.OperationID, tag: sweep.Tag, evs: evs})
-	if err != nil {
+	recs, inserted, appendErr, err := h.core.record(ctx, []prepared{{base: cmd.Base, kind: trading.KindCloseAll, evs: evs}})
+	switch {
+	case err != nil:
 		return SweepResult{}, err
-	}
-	if !created {
+	case !inserted[recs[0].key()]:
+		// A concurrent identical sweep recorded the id first: answer its snapshot.
+		rec, err := h.core.stored(ctx, recs[0])
+		if err != nil {
+			return SweepResult{}, err
+		}
 		return h.replay(ctx, rec, cmd.Login)
+	case appendErr != nil:
+		return SweepResult{}, errQueue
 	}
-	res := SweepResult{Login: cmd.Login, ClientOrderID: coid}
+	res := SweepResult{Login: cmd.Login, ClientOrderID: cmd.ClientID.ID}
 	for i, leg := range evs[1:] {
-		op := operationOf(leg)
+		op, _ := trading.RequestOf(leg)
 		op.Volume = sweep.Legs[i].Volume
-		res.Legs = append(res.Legs, SweepLeg{PositionID: open[i].PositionID, Op: op, Digits: h.digits(ctx, op.Symbol)})
+		res.Legs = append(res.Legs, SweepLeg{PositionID: open[i].PositionID, Op: op, Digits: h.core.digits(ctx, op.Symbol)})
 	}
 	return res, nil
 }
 
 // replay answers a reused sweep id from its record.
 func (h CloseAllHandler) replay(ctx context.Context, rec Record, login int64) (SweepResult, error) {
-	if rec.Kind != query.KindCloseAll || rec.Login != login {
+	if rec.Kind != trading.KindCloseAll || rec.Login != login {
 		return SweepResult{}, errReused
 	}
-	if len(rec.Envelopes) == 0 {
+	cmds, err := rec.commands()
+	if err != nil {
+		return SweepResult{}, err
+	}
+	if len(cmds) == 0 {
 		return SweepResult{}, fmt.Errorf("idempotency record %q holds no sweep", rec.ClientOrderID)
 	}
-	head, err := events.Decode(rec.Envelopes[0])
-	if err != nil {
-		return SweepResult{}, fmt.Errorf("decode stored sweep %s: %w", rec.ClientOrderID, err)
-	}
-	snapshot, ok := head.(*events.SweepRequested)
+	snapshot, ok := cmds[0].(*events.SweepRequested)
 	if !ok {
-		return SweepResult{}, fmt.Errorf("idempotency record %q holds %s, not a sweep", rec.ClientOrderID, head.EventType())
+		return SweepResult{}, fmt.Errorf("idempotency record %q holds %s, not a sweep", rec.ClientOrderID, cmds[0].EventType())
 	}
 	volumes := make(map[int64]*apd.Decimal, len(snapshot.Legs))
 	for _, l := range snapshot.Legs {
 		volumes[l.PositionID] = l.Volume
 	}
-	legs := make([]events.Event, 0, len(rec.Envelopes)-1)
-	for _, env := range rec.Envelopes[1:] {
-		ev, err := events.Decode(env)
-		if err != nil {
-			return SweepResult{}, fmt.Errorf("decode stored sweep leg of %s: %w", rec.ClientOrderID, err)
-		}
-		legs = append(legs, ev)
-	}
 	known, err := h.core.ops.SweepLegs(ctx, rec.OperationID)
 	if err != nil {
 		return SweepResult{}, fmt.Errorf("read sweep %s: %w", rec.OperationID, err)
 	}
-	byID := make(map[string]query.Operation, len(known))
+	byID := make(map[string]trading.Operation, len(known))
 	for _, op := range known {
 		byID[op.OperationID] = op
 	}
 	res := SweepResult{Login: login, ClientOrderID: rec.ClientOrderID}
 	missing := false
-	for _, leg := range legs {
-		op, ok := byID[leg.(*events.PositionCloseRequested).OperationID]
+	for _, cmd := range cmds[1:] {
+		leg := cmd.(*events.PositionCloseRequested)
+		op, ok := byID[leg.OperationID]
 		if !ok {
 			missing = true
-			op = operationOf(leg)
+			op, _ = trading.RequestOf(leg)
 		}
-		positionID := leg.(*events.PositionCloseRequested).PositionID
 		if op.Volume == nil {
-			op.Volume = volumes[positionID] // a full close names no volume: the snapshot's
+			op.Volume = volumes[leg.PositionID] // a full close names no volume: the snapshot's
 		}
-		res.Legs = append(res.Legs, SweepLeg{PositionID: positionID, Op: op, Digits: h.digits(ctx, op.Symbol)})
+		res.Legs = append(res.Legs, SweepLeg{PositionID: leg.PositionID, Op: op, Digits: h.core.digits(ctx, op.Symbol)})
 	}
 	if missing {
 		envs, err := h.core.rewrap(rec, rec.Attempt)
@@ -170,11 +129,4 @@ func (h CloseAllHandler) replay(ctx context.Context, rec Record, login int64) (S
 		}
 	}
 	return res, nil
-}
-
-func (h CloseAllHandler) digits(ctx context.Context, symbol string) int32 {
-	if spec, ok, err := h.v.symbols.Symbol(ctx, symbol); err == nil && ok {
-		return spec.Digits
-	}
-	return 0
 }

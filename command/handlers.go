@@ -1,8 +1,11 @@
 package command
 
 import (
+	"context"
 	"errors"
 	"time"
+
+	"tradesvc/events/trading"
 )
 
 // Handlers are every command handler of the service (the Commands half of the application).
@@ -13,7 +16,8 @@ type Handlers struct {
 	ClosePosition  ClosePositionHandler
 	ModifyPosition ModifyPositionHandler
 	CloseAll       CloseAllHandler
-	BatchOrders    BatchOrdersHandler
+
+	core *core
 }
 
 // Deps are what the command handlers need: their own idempotency records, the log, and the
@@ -25,7 +29,6 @@ type Deps struct {
 	Operations OperationReader
 	Orders     OrderReader
 	Positions  PositionReader
-	Accounts   AccountReader
 	Symbols    SymbolReader
 	Quotes     QuoteReader
 	// QuoteMaxAge bounds the age of a quote used for price checks (default 30 s).
@@ -33,8 +36,30 @@ type Deps struct {
 	Now         func() time.Time
 }
 
-// NewHandlers builds every command handler; it reports every missing dependency at once.
+// Validate reports every missing dependency at once.
+func (d Deps) Validate() error {
+	var errs []error
+	need := func(ok bool, what string) {
+		if !ok {
+			errs = append(errs, errors.New("command: no "+what))
+		}
+	}
+	need(d.Records != nil, "idempotency records")
+	need(d.Tags != nil, "correlation tags")
+	need(d.Log != nil, "appender")
+	need(d.Operations != nil, "operations read model")
+	need(d.Orders != nil, "orders read model")
+	need(d.Positions != nil, "positions read model")
+	need(d.Symbols != nil, "symbols read model")
+	need(d.Quotes != nil, "quotes")
+	return errors.Join(errs...)
+}
+
+// NewHandlers builds every command handler.
 func NewHandlers(d Deps) (Handlers, error) {
+	if err := d.Validate(); err != nil {
+		return Handlers{}, err
+	}
 	if d.Now == nil {
 		d.Now = time.Now
 	}
@@ -42,15 +67,28 @@ func NewHandlers(d Deps) (Handlers, error) {
 	if err != nil {
 		return Handlers{}, err
 	}
-	s := Shared{Records: d.Records, Tags: d.Tags, Log: d.Log, Operations: d.Operations, Now: d.Now}
-	var h Handlers
-	var errs [7]error
-	h.PlaceOrder, errs[0] = NewPlaceOrderHandler(s, v)
-	h.ModifyOrder, errs[1] = NewModifyOrderHandler(s, v, d.Orders)
-	h.CancelOrder, errs[2] = NewCancelOrderHandler(s, v, d.Orders)
-	h.ClosePosition, errs[3] = NewClosePositionHandler(s, v, d.Positions)
-	h.ModifyPosition, errs[4] = NewModifyPositionHandler(s, v, d.Positions)
-	h.CloseAll, errs[5] = NewCloseAllHandler(s, v, d.Positions)
-	h.BatchOrders, errs[6] = NewBatchOrdersHandler(s, v, d.Accounts)
-	return h, errors.Join(errs[:]...)
+	c := &core{records: d.Records, tags: d.Tags, log: d.Log, ops: d.Operations, symbols: d.Symbols, now: d.Now}
+	return Handlers{
+		PlaceOrder:     PlaceOrderHandler{core: c, v: v},
+		ModifyOrder:    ModifyOrderHandler{core: c, v: v, orders: d.Orders},
+		CancelOrder:    CancelOrderHandler{core: c, orders: d.Orders},
+		ClosePosition:  ClosePositionHandler{core: c, v: v, positions: d.Positions},
+		ModifyPosition: ModifyPositionHandler{core: c, v: v, positions: d.Positions},
+		CloseAll:       CloseAllHandler{core: c, positions: d.Positions},
+		core:           c,
+	}, nil
+}
+
+// Coverage is what the command side handles: one handler per kind.
+func (h Handlers) Coverage() trading.Coverage {
+	return trading.Coverage{Place: "command handlers (command)", KindsDeclared: true,
+		Kinds: []trading.Kind{trading.KindPlaceOrder, trading.KindModifyOrder, trading.KindCancelOrder,
+			trading.KindClosePosition, trading.KindModifyPosition, trading.KindCloseAll}}
+}
+
+// Refused answers a request of kind that the gateway could not decode (cause, a refusal with
+// the spec's code): a retry of an operation the client order id recorded is answered from
+// its record, as every retry is; anything else gets cause.
+func (h Handlers) Refused(ctx context.Context, b Base, kind trading.Kind, cause error) (Result, error) {
+	return h.core.refused(ctx, b, kind, cause)
 }

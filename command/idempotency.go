@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/events"
+	"tradesvc/events/trading"
 )
 
 // Record is an idempotency record (cmd.idempotency): what the first request under a client
@@ -19,7 +20,7 @@ import (
 type Record struct {
 	APIKeyID      int64
 	ClientOrderID string
-	Kind          string
+	Kind          trading.Kind
 	Login         int64
 	OperationID   string
 	Tag           string
@@ -27,8 +28,39 @@ type Record struct {
 	// Envelopes are the command events of the current attempt, exactly as appended (or as
 	// the append was attempted): a retry re-appends them unchanged.
 	Envelopes []events.Envelope
-	// Response is kind-specific data the answer needs (the snapshot of a sweep).
+	// Response is kind-specific data the answer needs (none of today's kinds has any).
 	Response json.RawMessage
+}
+
+func (r *Record) key() recordKey { return recordKey{r.APIKeyID, r.ClientOrderID} }
+
+// commands decodes the record's command events.
+func (r *Record) commands() ([]events.Command, error) {
+	out := make([]events.Command, 0, len(r.Envelopes))
+	for _, env := range r.Envelopes {
+		ev, err := events.Decode(env)
+		if err != nil {
+			return nil, fmt.Errorf("decode stored command of %s: %w", r.ClientOrderID, err)
+		}
+		cmd, ok := ev.(events.Command)
+		if !ok {
+			return nil, fmt.Errorf("idempotency record %q holds %s, not a command", r.ClientOrderID, env.Type)
+		}
+		out = append(out, cmd)
+	}
+	return out, nil
+}
+
+// command decodes the operation's own command event (the first; a sweep's legs follow it).
+func (r *Record) command() (events.Command, error) {
+	if len(r.Envelopes) == 0 {
+		return nil, fmt.Errorf("idempotency record %q holds no command", r.ClientOrderID)
+	}
+	cmds, err := r.commands()
+	if err != nil {
+		return nil, err
+	}
+	return cmds[0], nil
 }
 
 // Records stores idempotency records in Postgres with synchronous commit: an acknowledged
@@ -126,12 +158,11 @@ func scanRecords(rows pgx.Rows) ([]Record, error) {
 }
 
 // Insert stores the records that do not exist yet (or whose record expired), in one
-// statement, and returns the client order ids it stored; the others already had a record (a
-// retry, or a concurrent request under the same id, which the caller answers from the stored
-// record).
-func (s *Records) Insert(ctx context.Context, recs []Record) (map[string]bool, error) {
+// statement, and returns the keys it stored; the others already had a record (a retry, or a
+// concurrent request under the same id, which the caller answers from the stored record).
+func (s *Records) Insert(ctx context.Context, recs []Record) (map[recordKey]bool, error) {
 	if len(recs) == 0 {
-		return map[string]bool{}, nil
+		return map[recordKey]bool{}, nil
 	}
 	keys := make([]int64, len(recs))
 	ids, kinds, ops, tags, hashes := make([]string, len(recs)), make([]string, len(recs)), make([]string, len(recs)),
@@ -144,7 +175,7 @@ func (s *Records) Insert(ctx context.Context, recs []Record) (map[string]bool, e
 			return nil, fmt.Errorf("encode command of %s: %w", r.ClientOrderID, err)
 		}
 		h := sha256.Sum256(cmd)
-		keys[i], ids[i], kinds[i], logins[i], ops[i], tags[i] = r.APIKeyID, r.ClientOrderID, r.Kind, r.Login, r.OperationID, r.Tag
+		keys[i], ids[i], kinds[i], logins[i], ops[i], tags[i] = r.APIKeyID, r.ClientOrderID, string(r.Kind), r.Login, r.OperationID, r.Tag
 		attempts[i], hashes[i], cmds[i] = int32(max(r.Attempt, 1)), h[:], string(cmd)
 		if len(r.Response) > 0 {
 			s := string(r.Response)
@@ -161,18 +192,18 @@ func (s *Records) Insert(ctx context.Context, recs []Record) (map[string]bool, e
 			request_hash = EXCLUDED.request_hash, command = EXCLUDED.command, response = EXCLUDED.response,
 			status = EXCLUDED.status, created_at = now(), updated_at = now()
 			WHERE cmd.idempotency.created_at <= now() - make_interval(secs => $11)
-		RETURNING client_order_id`, keys, ids, kinds, logins, ops, tags, attempts, hashes, cmds, resps, s.retention.Seconds())
+		RETURNING api_key_id, client_order_id`, keys, ids, kinds, logins, ops, tags, attempts, hashes, cmds, resps, s.retention.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("insert idempotency records: %w", err)
 	}
 	defer rows.Close()
-	inserted := make(map[string]bool, len(recs))
+	inserted := make(map[recordKey]bool, len(recs))
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var k recordKey
+		if err := rows.Scan(&k.apiKeyID, &k.coid); err != nil {
 			return nil, fmt.Errorf("insert idempotency records: %w", err)
 		}
-		inserted[id] = true
+		inserted[k] = true
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("insert idempotency records: %w", err)

@@ -18,12 +18,12 @@ func TestIdempotencyRecordsExpireAfterTheRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := Record{APIKeyID: 7, ClientOrderID: "c-1", Kind: "PLACE_ORDER", Login: 1001, OperationID: "op-1", Tag: "#000001", Attempt: 1}
-	if got, err := rs.Insert(ctx, []Record{rec}); err != nil || !got["c-1"] {
+	if got, err := rs.Insert(ctx, []Record{rec}); err != nil || !got[rec.key()] {
 		t.Fatalf("first insert %v %v", got, err)
 	}
 	again := rec
 	again.OperationID = "op-2"
-	if got, err := rs.Insert(ctx, []Record{again}); err != nil || got["c-1"] {
+	if got, err := rs.Insert(ctx, []Record{again}); err != nil || got[rec.key()] {
 		t.Fatalf("insert within the retention replaced the record: %v %v", got, err)
 	}
 	if r, ok, err := rs.Get(ctx, 7, "c-1"); err != nil || !ok || r.OperationID != "op-1" {
@@ -35,7 +35,7 @@ func TestIdempotencyRecordsExpireAfterTheRetention(t *testing.T) {
 	if _, ok, err := rs.Get(ctx, 7, "c-1"); err != nil || ok {
 		t.Fatalf("an expired record is still found: %v %v", ok, err)
 	}
-	if got, err := rs.Insert(ctx, []Record{again}); err != nil || !got["c-1"] {
+	if got, err := rs.Insert(ctx, []Record{again}); err != nil || !got[rec.key()] {
 		t.Fatalf("an expired id is not treated as new: %v %v", got, err)
 	}
 	if r, ok, _ := rs.Get(ctx, 7, "c-1"); !ok || r.OperationID != "op-2" {

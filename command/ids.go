@@ -6,13 +6,6 @@ import (
 	"fmt"
 )
 
-// TagLen is the length of the correlation tag the executor appends to the platform comment.
-const TagLen = 7
-
-// tagAlphabet is the digits of a tag: '#' (which tells a tag from the end of a manual
-// comment) and six base-62 digits.
-const tagAlphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-
 // newOperationID returns a fresh operation id (128 random bits, hex).
 func newOperationID() string {
 	var b [16]byte
@@ -20,9 +13,9 @@ func newOperationID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// newClientOrderID returns the id generated for a request that sent no newClientOrderId:
+// NewClientOrderID returns the id generated for a request that sent no newClientOrderId:
 // "svc-" and 32 hex digits, 36 characters, the longest a client order id may be.
-func newClientOrderID() string {
+func NewClientOrderID() string {
 	var b [16]byte
 	fill(b[:])
 	return "svc-" + hex.EncodeToString(b[:])

@@ -2,95 +2,54 @@ package command
 
 import (
 	"context"
-	"errors"
-	"slices"
 
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events"
-	"tradesvc/query"
+	"tradesvc/events/trading"
 )
-
-// ModifyOrder is PUT /v1/order: change a pending order's price, stop-limit price, stops or
-// expiration. A parameter not sent keeps the order's current value.
-type ModifyOrder struct {
-	Caller       Caller
-	Login        int64
-	TradeAllowed bool
-	Params       Params
-}
 
 // ModifyOrderHandler validates, records and queues pending-order changes.
 type ModifyOrderHandler struct {
-	core   core
+	core   *core
 	v      *Validator
 	orders OrderReader
 }
 
-// NewModifyOrderHandler builds the handler.
-func NewModifyOrderHandler(s Shared, v *Validator, orders OrderReader) (ModifyOrderHandler, error) {
-	c, err := newCore(s)
-	if err != nil {
-		return ModifyOrderHandler{}, err
-	}
-	if v == nil || orders == nil {
-		return ModifyOrderHandler{}, errors.New("command: modify order needs a validator and the orders read model")
-	}
-	return ModifyOrderHandler{core: c, v: v, orders: orders}, nil
-}
+var errStopLimitOnly = events.Reject(events.CodeParamNotRequired, "Parameter 'stopLimitPrice' is only for stop-limit orders.")
 
 // Handle validates the new values like a placement's and queues the change.
 func (h ModifyOrderHandler) Handle(ctx context.Context, cmd ModifyOrder) (Result, error) {
-	return h.core.handle(ctx, h.v.symbols, cmd.Caller, cmd.Login, cmd.Params, query.KindModifyOrder, false,
-		func(coid string) (prepared, error) {
-			ev, digits, err := h.validate(ctx, cmd, coid)
-			return prepared{ev: ev, digits: digits}, err
-		})
+	return h.core.one(ctx, cmd.Base, trading.KindModifyOrder, func() (prepared, error) {
+		ev, digits, err := h.validate(ctx, cmd)
+		if err != nil {
+			return prepared{}, err
+		}
+		return prepared{base: cmd.Base, kind: trading.KindModifyOrder, evs: []events.Command{ev}, digits: digits}, nil
+	})
 }
 
-func (h ModifyOrderHandler) validate(ctx context.Context, cmd ModifyOrder, coid string) (*events.OrderModifyRequested, int32, error) {
-	p := cmd.Params
-	o, _, err := pendingOrder(ctx, h.core, h.orders, p, cmd.Caller, cmd.Login)
+func (h ModifyOrderHandler) validate(ctx context.Context, cmd ModifyOrder) (*events.OrderModifyRequested, int32, error) {
+	o, _, err := h.core.pendingOrder(ctx, h.orders, cmd.Target, cmd.Base)
 	if err != nil {
 		return nil, 0, err
 	}
-	typ := typeName(o.Type)
-	buy := o.Type%2 == 0
+	buy := o.Type.IsBuy()
 	price, stopLimit := o.Price, nonZero(o.StopLimitPrice)
-	if v, err := decimalParam(p, "price"); err != nil {
-		return nil, 0, err
-	} else if v != nil {
-		if v.Sign() <= 0 {
-			return nil, 0, events.Reject(events.CodePriceNegative, "Price must be greater than 0.")
-		}
-		price = *v
+	if cmd.Price != nil {
+		price = *cmd.Price
 	}
-	if _, sent := p.Get("stopLimitPrice"); sent {
-		if !isStopLimit(typ) {
-			return nil, 0, events.Reject(events.CodeParamNotRequired, "Parameter 'stopLimitPrice' is only for stop-limit orders.")
+	if cmd.StopLimitPrice.Sent {
+		if !o.Type.IsStopLimit() {
+			return nil, 0, errStopLimitOnly
 		}
-		v, err := decimalParam(p, "stopLimitPrice")
-		if err != nil {
-			return nil, 0, err
-		}
-		if v == nil || v.Sign() <= 0 {
+		if v := cmd.StopLimitPrice.Value; v == nil || v.Sign() <= 0 {
 			return nil, 0, events.Reject(events.CodePriceNegative, "Stop-limit price must be greater than 0.")
 		}
-		stopLimit = v
+		stopLimit = cmd.StopLimitPrice.Value
 	}
-	_, slSent := optional(p, "sl")
-	_, tpSent := optional(p, "tp")
-	sl, tp, err := stops(p)
-	if err != nil {
-		return nil, 0, err
-	}
-	if !slSent {
-		sl = nonZero(o.SL)
-	}
-	if !tpSent {
-		tp = nonZero(o.TP)
-	}
-	tif, exp, err := modifiedExpiration(p, o, h.core.now().UnixMilli())
+	sl, tp := kept(cmd.SL, o.SL), kept(cmd.TP, o.TP)
+	tif, exp, err := modifiedExpiration(cmd, o, h.core.now().UnixMilli())
 	if err != nil {
 		return nil, 0, err
 	}
@@ -104,7 +63,7 @@ func (h ModifyOrderHandler) validate(ctx context.Context, cmd ModifyOrder, coid 
 	if err := stopModesAllow(spec, sl, tp); err != nil {
 		return nil, 0, err
 	}
-	if !slices.Contains(spec.ExpirationModes, query.ExpirationMode(tif)) {
+	if !trading.AllowsExpiration(&spec, tif) {
 		return nil, 0, events.Reject(events.CodeInvalidExpiration, "Time in force not allowed for the symbol.")
 	}
 	for _, pr := range []*apd.Decimal{&price, stopLimit, sl, tp} {
@@ -113,13 +72,13 @@ func (h ModifyOrderHandler) validate(ctx context.Context, cmd ModifyOrder, coid 
 		}
 	}
 	if q, fresh := h.v.freshQuote(o.Symbol, h.core.now()); fresh {
-		if _, sent := optional(p, "price"); sent {
-			if err := pendingPriceRules(spec, typ, buy, price, q); err != nil {
+		if cmd.Price != nil {
+			if err := pendingPriceRules(spec, o.Type, price, q); err != nil {
 				return nil, 0, err
 			}
 		}
 		open := price
-		if stopLimit != nil && isStopLimit(typ) {
+		if stopLimit != nil && o.Type.IsStopLimit() {
 			open = *stopLimit
 		}
 		if err := stopsDistance(spec, buy, open, sl, tp); err != nil {
@@ -129,48 +88,64 @@ func (h ModifyOrderHandler) validate(ctx context.Context, cmd ModifyOrder, coid 
 	if !cmd.TradeAllowed {
 		return nil, 0, errAccountTradeOff
 	}
-	head, err := h.core.header(ctx, cmd.Caller, cmd.Login, coid)
+	head, err := h.core.header(ctx, cmd.Base)
 	if err != nil {
 		return nil, 0, err
 	}
-	ev := &events.OrderModifyRequested{Operation: head,
-		OrderID: o.OrderID, Symbol: o.Symbol, Side: orderSide(o), Type: typ, Price: &price, SL: sl, TP: tp,
-		TimeInForce: tif, Expiration: exp}
-	if isStopLimit(typ) {
+	ev := &events.OrderModifyRequested{Operation: head, OrderID: o.OrderID, Symbol: o.Symbol,
+		Side: o.Type.Side().String(), Type: o.Type.String(), Price: &price, SL: sl, TP: tp,
+		TimeInForce: tif.String(), Expiration: exp}
+	if o.Type.IsStopLimit() {
 		ev.StopLimitPrice = stopLimit
 	}
 	return ev, spec.Digits, nil
 }
 
-// modifiedExpiration reads timeInForce and expiration of a modify: unsent keeps the order's
-// (the trade server reports every order's time type, so it is always known); GTD and GTD_DAY
-// need an expiration (sent, or the order's own when its time type stays), positive and, for
-// GTD, in the future (-4012).
-func modifiedExpiration(p Params, o query.Order, nowMs int64) (string, int64, error) {
-	tif := tifName(o.TypeTime)
-	if v, ok := optional(p, "timeInForce"); ok {
-		if !slices.Contains(timesInForce, v) {
-			return "", 0, events.Reject(events.CodeInvalidTIF, "Invalid timeInForce.")
-		}
-		tif = v
+// kept is the stop a modification leaves: the one it sets (nil: removed), or the current one.
+func kept(s Stop, current apd.Decimal) *apd.Decimal {
+	if s.Sent {
+		return s.Value
 	}
-	if !needsExpiration(tif) {
+	return nonZero(current)
+}
+
+// modifiedExpiration is the time in force and expiration of a modify: unsent keeps the
+// order's (the trade server reports every order's time type, so it is always known); GTD and
+// GTD_DAY need an expiration (sent, or the order's own when its time type stays), positive
+// and, for GTD, in the future (-4012).
+func modifiedExpiration(cmd ModifyOrder, o trading.Order, nowMs int64) (trading.TimeType, int64, error) {
+	tif := o.TypeTime
+	if cmd.TimeInForce != nil {
+		tif = *cmd.TimeInForce
+	}
+	if !tif.NeedsExpiration() {
 		return tif, 0, nil
 	}
 	exp := o.Expiration
-	if tif != tifName(o.TypeTime) {
+	if tif != o.TypeTime {
 		exp = 0
 	}
-	if v, err := int64Param(p, "expiration"); err != nil {
-		return "", 0, err
-	} else if v != nil {
-		exp = *v
-		if exp <= 0 || (tif == "GTD" && exp <= nowMs) {
-			return "", 0, events.Reject(events.CodeInvalidExpiration, "Invalid expiration.")
+	if cmd.Expiration != nil {
+		exp = *cmd.Expiration
+		if exp <= 0 || (tif == trading.TimeSpecified && exp <= nowMs) {
+			return tif, 0, events.Reject(events.CodeInvalidExpiration, "Invalid expiration.")
 		}
 	}
 	if exp == 0 {
-		return "", 0, errMandatory("expiration")
+		return tif, 0, errMandatory("expiration")
 	}
 	return tif, exp, nil
+}
+
+// errMandatory is -1102 for a parameter a rule needs (expiration, for a GTD modification).
+func errMandatory(name string) *events.Rejection {
+	return events.Reject(events.CodeMandatoryParam, "Mandatory parameter '"+name+"' was not sent, was empty/null, or malformed.")
+}
+
+// nonZero is d, or nil when d is zero (no stop).
+func nonZero(d apd.Decimal) *apd.Decimal {
+	if d.IsZero() {
+		return nil
+	}
+	return &d
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"tradesvc/events"
+	"tradesvc/events/trading"
 	"tradesvc/query"
 )
 
@@ -13,7 +14,7 @@ import (
 
 // SymbolReader finds a symbol specification by its exact name.
 type SymbolReader interface {
-	Symbol(ctx context.Context, name string) (query.SymbolSpec, bool, error)
+	Symbol(ctx context.Context, name string) (trading.SymbolSpec, bool, error)
 }
 
 // QuoteReader returns the latest quote of a symbol from the in-memory market projection.
@@ -25,26 +26,26 @@ type QuoteReader interface {
 type OperationReader interface {
 	// Operation returns the operation with the given id; ok is false when the read model
 	// does not know it (yet).
-	Operation(ctx context.Context, operationID string) (query.Operation, bool, error)
+	Operation(ctx context.Context, operationID string) (trading.Operation, bool, error)
 	// SweepLegs returns the close operations of a sweep, in any order.
-	SweepLegs(ctx context.Context, sweepID string) ([]query.Operation, error)
+	SweepLegs(ctx context.Context, sweepID string) ([]trading.Operation, error)
 }
 
 // OrderReader reads rm.orders.
 type OrderReader interface {
 	// Order returns order orderID of login, open or done; ok is false when the login has no
 	// such order.
-	Order(ctx context.Context, login, orderID int64) (query.Order, bool, error)
+	Order(ctx context.Context, login, orderID int64) (trading.Order, bool, error)
 }
 
 // PositionReader reads rm.positions.
 type PositionReader interface {
 	// Position returns position positionID of login, open or closed; ok is false when the
 	// login has no such position.
-	Position(ctx context.Context, login, positionID int64) (query.Position, bool, error)
+	Position(ctx context.Context, login, positionID int64) (trading.Position, bool, error)
 	// OpenPositions returns the login's open positions (of one symbol when symbol is not
 	// empty), ordered by position id.
-	OpenPositions(ctx context.Context, login int64, symbol string) ([]query.Position, error)
+	OpenPositions(ctx context.Context, login int64, symbol string) ([]trading.Position, error)
 }
 
 // Appender appends command events to the log durably before it returns.

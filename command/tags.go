@@ -5,15 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"tradesvc/events/trading"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // tagBlock is how many tags one nextval of cmd.tag_seq reserves (its INCREMENT BY).
 const tagBlock = 1024
-
-// tagSpace is the number of distinct tags: 62^6.
-const tagSpace = 56800235584
 
 // Tags hands out correlation tags that no other operation has: numbers from the Postgres
 // sequence cmd.tag_seq, reserved a block at a time, written as '#' and six base-62 digits.
@@ -41,19 +39,9 @@ func (t *Tags) Next(ctx context.Context) (string, error) {
 		if err := t.pool.QueryRow(ctx, `SELECT nextval('cmd.tag_seq')`).Scan(&start); err != nil {
 			return "", fmt.Errorf("reserve correlation tags: %w", err)
 		}
-		t.next, t.end = start, min(start+tagBlock, tagSpace)
+		t.next, t.end = start, min(start+tagBlock, trading.TagSpace)
 	}
 	n := t.next
 	t.next++
-	return formatTag(n), nil
-}
-
-// formatTag writes n (0 <= n < 62^6) as '#' and six base-62 digits.
-func formatTag(n int64) string {
-	out := [TagLen]byte{'#'}
-	for i := TagLen - 1; i > 0; i-- {
-		out[i] = tagAlphabet[n%62]
-		n /= 62
-	}
-	return string(out[:])
+	return trading.FormatTag(n), nil
 }

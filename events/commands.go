@@ -161,6 +161,9 @@ func (*PositionModifyRequested) EventType() string { return "PositionModifyReque
 // PartitionKey implements Event: commands are ordered per login.
 func (o *Operation) PartitionKey() string { return loginKey(o.Login) }
 
+// AccountLogin implements AccountEvent.
+func (o *Operation) AccountLogin() int64 { return o.Login }
+
 func init() {
 	register(func() Event { return &OrderRequested{} })
 	register(func() Event { return &OrderModifyRequested{} })
@@ -170,8 +173,12 @@ func init() {
 	register(func() Event { return &SweepRequested{} })
 }
 
-func (o *Operation) operationID() string { return o.OperationID }
-
 // OperationHeader gives every command event's Operation header to code that reads or
 // re-stamps it (a retry's next attempt).
 func (o *Operation) OperationHeader() *Operation { return o }
+
+// Command is implemented by every command event: it carries an Operation header.
+type Command interface {
+	Event
+	OperationHeader() *Operation
+}

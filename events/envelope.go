@@ -22,6 +22,13 @@ type Event interface {
 	PartitionKey() string
 }
 
+// AccountEvent is implemented by the events of one trading account (commands, executions
+// and trade-server facts), keyed by its login.
+type AccountEvent interface {
+	Event
+	AccountLogin() int64
+}
+
 // Envelope is what travels on Kafka: identity, type, time, ordering key, correlation and the
 // payload. It is the unit an auditor reads when replaying the log.
 type Envelope struct {
@@ -129,8 +136,8 @@ func Types() []string {
 // for command and execution events, empty for trade-server facts and market data.
 func CorrelationOf(e Event) string {
 	switch x := e.(type) {
-	case interface{ operationID() string }:
-		return x.operationID()
+	case Command:
+		return x.OperationHeader().OperationID
 	case *ExecutionSent:
 		return x.OperationID
 	case *ExecutionOutcome:

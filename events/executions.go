@@ -78,11 +78,17 @@ func (*ExecutionSent) EventType() string { return "ExecutionSent_v1" }
 // PartitionKey implements Event.
 func (e *ExecutionSent) PartitionKey() string { return loginKey(e.Login) }
 
+// AccountLogin implements AccountEvent.
+func (e *ExecutionSent) AccountLogin() int64 { return e.Login }
+
 // EventType implements Event.
 func (*ExecutionOutcome) EventType() string { return "ExecutionOutcome_v1" }
 
 // PartitionKey implements Event.
 func (e *ExecutionOutcome) PartitionKey() string { return loginKey(e.Login) }
+
+// AccountLogin implements AccountEvent.
+func (e *ExecutionOutcome) AccountLogin() int64 { return e.Login }
 
 func init() {
 	register(func() Event { return &ExecutionSent{} })

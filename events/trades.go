@@ -99,11 +99,17 @@ func (*DealAdded) EventType() string { return "DealAdded_v1" }
 // PartitionKey implements Event.
 func (e *DealAdded) PartitionKey() string { return loginKey(e.Login) }
 
+// AccountLogin implements AccountEvent.
+func (e *DealAdded) AccountLogin() int64 { return e.Login }
+
 // EventType implements Event.
 func (*OrderChanged) EventType() string { return "OrderChanged_v1" }
 
 // PartitionKey implements Event.
 func (e *OrderChanged) PartitionKey() string { return loginKey(e.Login) }
+
+// AccountLogin implements AccountEvent.
+func (e *OrderChanged) AccountLogin() int64 { return e.Login }
 
 // EventType implements Event.
 func (*PositionChanged) EventType() string { return "PositionChanged_v1" }
@@ -111,11 +117,17 @@ func (*PositionChanged) EventType() string { return "PositionChanged_v1" }
 // PartitionKey implements Event.
 func (e *PositionChanged) PartitionKey() string { return loginKey(e.Login) }
 
+// AccountLogin implements AccountEvent.
+func (e *PositionChanged) AccountLogin() int64 { return e.Login }
+
 // EventType implements Event.
 func (*AccountChanged) EventType() string { return "AccountChanged_v1" }
 
 // PartitionKey implements Event.
 func (e *AccountChanged) PartitionKey() string { return loginKey(e.Login) }
+
+// AccountLogin implements AccountEvent.
+func (e *AccountChanged) AccountLogin() int64 { return e.Login }
 
 func init() {
 	register(func() Event { return &DealAdded{} })

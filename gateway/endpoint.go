@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -225,14 +226,9 @@ func (s *Server) run(c *fiber.Ctx, ep *Endpoint, h HandlerFunc, r *Request) erro
 		}
 		r.Login = login
 		if ep.RequireAccount {
-			acc, ok, err := s.deps.Accounts.Account(ctx, login)
-			if err != nil {
-				return fmt.Errorf("read account %d: %w", login, err)
+			if r.Account, err = s.account(ctx, r, login); err != nil {
+				return err
 			}
-			if !ok {
-				return errOutOfScope
-			}
-			r.Account = &acc
 		}
 	}
 	if ep.Orders != nil && r.auth != nil {
@@ -243,6 +239,22 @@ func (s *Server) run(c *fiber.Ctx, ep *Endpoint, h HandlerFunc, r *Request) erro
 		}
 	}
 	return h(c, r)
+}
+
+// account checks a login the request names (a route's, or a batch item's): out of the key's
+// scope, nonexistent or inactive is -2022.
+func (s *Server) account(ctx context.Context, r *Request, login int64) (*query.Account, error) {
+	if r.auth == nil || !r.auth.InScope(login) {
+		return nil, errOutOfScope
+	}
+	acc, ok, err := s.deps.Accounts.Account(ctx, login)
+	if err != nil {
+		return nil, fmt.Errorf("read account %d: %w", login, err)
+	}
+	if !ok {
+		return nil, errOutOfScope
+	}
+	return &acc, nil
 }
 
 // charge applies the rate limiter and translates its verdict.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"tradesvc/command"
 	"tradesvc/events"
 )
 
@@ -55,7 +54,7 @@ func errorEnvelope(err error) envelope {
 
 func errorStatus(err error) (int, envelope) {
 	var rej *events.Rejection
-	var op *command.RejectedOperation
+	var op *RejectedOperation
 	var se *statusError
 	var fe *fiber.Error
 	switch {

@@ -25,9 +25,9 @@ type StreamDeps struct {
 	// Symbols checks stream names against the symbol read model (exact case).
 	Symbols query.SymbolLookup
 	// Changes is the projection change feed the user data stream follows.
-	Changes streams.ChangeFeed
+	Changes query.ChangeFeed
 	// ListenKeys keeps listen keys (infra/listenkeys).
-	ListenKeys streams.ListenKeyStore
+	ListenKeys query.ListenKeyStore
 }
 
 // registerStreams mounts the market streams (/ws, /ws/<name>, /stream), the user data stream

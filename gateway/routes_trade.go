@@ -11,75 +11,208 @@ import (
 
 	"tradesvc/command"
 	"tradesvc/events"
-	"tradesvc/query"
+	"tradesvc/events/trading"
 )
 
 // WaitLimit is how long RESULT and the endpoints that always wait wait for an answer.
 const WaitLimit = 5 * time.Second
 
-// registerTrade registers the TRADE endpoints on the application's command handlers.
+// registerTrade registers the TRADE endpoints on the application's command handlers. Each
+// decodes its parameters into a typed command (decode_trade.go), hands it to its handler and
+// renders the answer (render_trade.go); a request that cannot be decoded is still answered
+// from its client order id's record when it is a retry.
 func (s *Server) registerTrade() {
 	cmds := &s.app.Commands
 	s.Handle(TradeEndpoint(fiber.MethodPost, "/v1/order", 1), func(c *fiber.Ctx, r *Request) error {
-		res, err := cmds.PlaceOrder.Handle(c.UserContext(), command.PlaceOrder{Caller: s.caller(c, r), Login: r.Login,
-			TradeAllowed: r.Account.TradeAllowed, Params: r.Params})
+		b, err := s.base(c, r)
 		if err != nil {
 			return err
 		}
-		return s.answer(c, res, res.RespType == command.RespRESULT)
+		rt, err := respType(r.Params)
+		if err != nil {
+			return s.refused(c, b, trading.KindPlaceOrder, err, false)
+		}
+		o, err := decodeOrder(r.Params, r.Now)
+		if err != nil {
+			return s.refused(c, b, trading.KindPlaceOrder, err, rt == respRESULT)
+		}
+		res, err := cmds.PlaceOrder.Handle(c.UserContext(), command.PlaceOrder{Base: b, Order: o})
+		return s.reply(c, res, err, rt == respRESULT)
 	})
 	s.Handle(TradeEndpoint(fiber.MethodPut, "/v1/order", 1), func(c *fiber.Ctx, r *Request) error {
-		res, err := cmds.ModifyOrder.Handle(c.UserContext(), command.ModifyOrder{Caller: s.caller(c, r), Login: r.Login,
-			TradeAllowed: r.Account.TradeAllowed, Params: r.Params})
+		b, err := s.base(c, r)
 		if err != nil {
 			return err
 		}
-		return s.answer(c, res, true)
+		cmd := command.ModifyOrder{Base: b}
+		if err := decodeModifyOrder(r.Params, &cmd); err != nil {
+			return s.refused(c, b, trading.KindModifyOrder, err, true)
+		}
+		res, err := cmds.ModifyOrder.Handle(c.UserContext(), cmd)
+		return s.reply(c, res, err, true)
 	})
 	s.Handle(TradeEndpoint(fiber.MethodDelete, "/v1/order", 1), func(c *fiber.Ctx, r *Request) error {
-		res, err := cmds.CancelOrder.Handle(c.UserContext(), command.CancelOrder{Caller: s.caller(c, r), Login: r.Login,
-			TradeAllowed: r.Account.TradeAllowed, Params: r.Params})
+		b, err := s.base(c, r)
 		if err != nil {
 			return err
 		}
-		return s.answer(c, res, true)
+		ref, err := decodeOrderRef(r.Params)
+		if err != nil {
+			return s.refused(c, b, trading.KindCancelOrder, err, true)
+		}
+		res, err := cmds.CancelOrder.Handle(c.UserContext(), command.CancelOrder{Base: b, Target: ref})
+		return s.reply(c, res, err, true)
 	})
 	s.Handle(TradeEndpoint(fiber.MethodPut, "/v1/position", 1), func(c *fiber.Ctx, r *Request) error {
-		res, err := cmds.ModifyPosition.Handle(c.UserContext(), command.ModifyPosition{Caller: s.caller(c, r), Login: r.Login,
-			TradeAllowed: r.Account.TradeAllowed, Params: r.Params})
+		b, err := s.base(c, r)
 		if err != nil {
 			return err
 		}
-		return s.answer(c, res, true)
+		cmd := command.ModifyPosition{Base: b}
+		if err := decodeModifyPosition(r.Params, &cmd); err != nil {
+			return s.refused(c, b, trading.KindModifyPosition, err, true)
+		}
+		res, err := cmds.ModifyPosition.Handle(c.UserContext(), cmd)
+		return s.reply(c, res, err, true)
 	})
 	s.Handle(TradeEndpoint(fiber.MethodDelete, "/v1/position", 1), func(c *fiber.Ctx, r *Request) error {
-		res, err := cmds.ClosePosition.Handle(c.UserContext(), command.ClosePosition{Caller: s.caller(c, r), Login: r.Login,
-			TradeAllowed: r.Account.TradeAllowed, Params: r.Params})
+		b, err := s.base(c, r)
 		if err != nil {
 			return err
 		}
-		return s.answer(c, res, res.RespType == command.RespRESULT)
+		rt, err := respType(r.Params)
+		if err != nil {
+			return s.refused(c, b, trading.KindClosePosition, err, false)
+		}
+		cmd := command.ClosePosition{Base: b}
+		if err := decodeClosePosition(r.Params, &cmd); err != nil {
+			return s.refused(c, b, trading.KindClosePosition, err, rt == respRESULT)
+		}
+		res, err := cmds.ClosePosition.Handle(c.UserContext(), cmd)
+		return s.reply(c, res, err, rt == respRESULT)
 	})
 	closeAll := TradeEndpoint(fiber.MethodDelete, "/v1/allOpenPositions", 1)
 	closeAll.Weight = fixed(5)
 	s.Handle(closeAll, func(c *fiber.Ctx, r *Request) error {
-		res, err := cmds.CloseAll.Handle(c.UserContext(), command.CloseAll{Caller: s.caller(c, r), Login: r.Login,
-			TradeAllowed: r.Account.TradeAllowed, Params: r.Params})
+		b, err := s.base(c, r)
 		if err != nil {
 			return err
 		}
-		return c.JSON(command.RenderSweep(res, s.clock().UnixMilli()))
+		res, err := cmds.CloseAll.Handle(c.UserContext(), command.CloseAll{Base: b})
+		if err != nil {
+			return err
+		}
+		return c.JSON(RenderSweep(res, s.clock().UnixMilli()))
 	})
 	s.Handle(Endpoint{Method: fiber.MethodPost, Path: "/v1/batchOrders", Security: SecTrade, Weight: batchWeight, Orders: batchOrders},
 		func(c *fiber.Ctx, r *Request) error {
-			res, err := cmds.BatchOrders.Handle(c.UserContext(), command.BatchOrders{Caller: s.caller(c, r), InScope: r.InScope,
-				Params: r.Params})
+			rt, err := respType(r.Params)
 			if err != nil {
 				return err
 			}
-			return c.JSON(s.answerBatch(c.UserContext(), res))
+			items, err := decodeBatch(r.Params)
+			if err != nil {
+				return err
+			}
+			return c.JSON(s.answerBatch(c.UserContext(), s.placeBatch(c, r, items), rt == respRESULT))
 		})
 }
+
+// base reads what every operation carries: the caller, the checked login and account, and
+// newClientOrderId (-1118, -1119).
+func (s *Server) base(c *fiber.Ctx, r *Request) (command.Base, error) {
+	id, err := clientID(r.Params)
+	return command.Base{Caller: s.caller(c, r), Login: r.Login, ClientID: id, TradeAllowed: r.Account.TradeAllowed}, err
+}
+
+// refused answers a request that could not be decoded: from its record when it is a retry,
+// else with the refusal.
+func (s *Server) refused(c *fiber.Ctx, b command.Base, kind trading.Kind, cause error, wait bool) error {
+	res, err := s.app.Commands.Refused(c.UserContext(), b, kind, cause)
+	return s.reply(c, res, err, wait)
+}
+
+// reply writes an operation's response, after waiting (up to WaitLimit) for it to be answered
+// when wait is set and it is not yet.
+func (s *Server) reply(c *fiber.Ctx, res command.Result, err error, wait bool) error {
+	if err != nil {
+		return err
+	}
+	if wait {
+		res = s.await(c.UserContext(), res)
+	}
+	body, rej := Render(res, s.clock().UnixMilli())
+	if rej != nil {
+		return rej
+	}
+	return c.JSON(&body)
+}
+
+// batchSlot is one item of a batch: its answer or its refusal, with its login and client
+// order id where readable.
+type batchSlot struct {
+	command.Outcome
+	login int64
+	coid  string
+}
+
+// placeBatch decodes and checks every item like POST /v1/order (its login in the key's scope
+// and an active account: -2022; newClientOrderId; the order) and places the valid ones
+// together; a refusal goes in its item's slot.
+func (s *Server) placeBatch(c *fiber.Ctx, r *Request, items []itemParams) []batchSlot {
+	ctx := c.UserContext()
+	caller := s.caller(c, r)
+	slots := make([]batchSlot, len(items))
+	var cmds []command.PlaceOrder
+	var at []int
+	for i, it := range items {
+		slot := &slots[i]
+		login, acc, aerr := s.itemAccount(ctx, r, it)
+		id, cerr := clientID(it)
+		slot.login, slot.coid = login, id.ID
+		switch {
+		case cerr != nil:
+			slot.Err = cerr
+			continue
+		case aerr != nil:
+			slot.Err = aerr
+			continue
+		}
+		b := command.Base{Caller: caller, Login: login, ClientID: id, TradeAllowed: acc.TradeAllowed}
+		o, err := decodeOrder(it, r.Now)
+		if err != nil {
+			slot.Result, slot.Err = s.app.Commands.Refused(ctx, b, trading.KindPlaceOrder, err)
+			continue
+		}
+		cmds, at = append(cmds, command.PlaceOrder{Base: b, Order: o}), append(at, i)
+	}
+	for j, out := range s.app.Commands.PlaceOrder.HandleBatch(ctx, cmds) {
+		slots[at[j]].Outcome = out
+	}
+	return slots
+}
+
+// itemAccount reads a batch item's login and checks it as the pipeline checks a single
+// order's: missing -1102, not an int64 -1122, out of the key's scope or without an active
+// account -2022.
+func (s *Server) itemAccount(ctx context.Context, r *Request, it itemParams) (int64, accountFlags, error) {
+	v, ok := optional(it, "login")
+	if !ok {
+		return 0, accountFlags{}, errMandatory("login")
+	}
+	login, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, accountFlags{}, events.Reject(events.CodeInvalidLogin, "Invalid login.")
+	}
+	acc, err := s.account(ctx, r, login)
+	if err != nil {
+		return login, accountFlags{}, err
+	}
+	return login, accountFlags{TradeAllowed: acc.TradeAllowed}, nil
+}
+
+// accountFlags is what a batch item needs of its account.
+type accountFlags struct{ TradeAllowed bool }
 
 // batchOrders is the ORDERS count of a batch: one per item; a batch refused for its size
 // (-1131) or a malformed envelope (-1130) counts nothing.
@@ -117,26 +250,13 @@ func withoutSignature(raw string) string {
 	return strings.Join(kept, "&")
 }
 
-// answer writes an operation's response, after waiting (up to WaitLimit) for it to be
-// answered when wait is set and it is not yet.
-func (s *Server) answer(c *fiber.Ctx, res command.Result, wait bool) error {
-	if wait {
-		res = s.await(c.UserContext(), res)
-	}
-	body, rej := command.Render(res, s.clock().UnixMilli())
-	if rej != nil {
-		return rej
-	}
-	return c.JSON(&body)
-}
-
 // await waits for the operation's read model to be answered and returns it as reached; an
 // operation nobody answered in time keeps its queued status (HTTP 200).
 func (s *Server) await(ctx context.Context, res command.Result) command.Result {
-	if res.Known && query.Answered(res.Op, res.Queued) {
+	if res.Known && res.Op.Answered() {
 		return res
 	}
-	op, found, err := s.app.Queries.Operation.Await(ctx, res.Op.OperationID, res.Queued, res.Op.Attempt, WaitLimit)
+	op, found, err := s.app.Queries.Operation.Await(ctx, res.Op.OperationID, res.Op.Attempt, WaitLimit)
 	if err != nil {
 		s.log.Warn("gateway: wait for operation", "operation", res.Op.OperationID, "err", err)
 		return res
@@ -148,24 +268,24 @@ func (s *Server) await(ctx context.Context, res command.Result) command.Result {
 }
 
 // answerBatch renders a batch slot by slot, waiting for every RESULT item together.
-func (s *Server) answerBatch(ctx context.Context, res command.BatchResult) []any {
-	out := make([]any, len(res.Items))
+func (s *Server) answerBatch(ctx context.Context, slots []batchSlot, wait bool) []any {
+	out := make([]any, len(slots))
 	var wg sync.WaitGroup
-	for i, it := range res.Items {
+	for i, it := range slots {
 		if it.Err != nil {
-			out[i] = s.slotError(it, it.Err)
+			out[i] = slotError(it, it.Err)
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			r := it.Result
-			if res.RespType == command.RespRESULT {
+			if wait {
 				r = s.await(ctx, r)
 			}
-			body, rej := command.Render(r, s.clock().UnixMilli())
+			body, rej := Render(r, s.clock().UnixMilli())
 			if rej != nil {
-				out[i] = s.slotError(it, rej)
+				out[i] = slotError(it, rej)
 				return
 			}
 			out[i] = &body
@@ -177,13 +297,13 @@ func (s *Server) answerBatch(ctx context.Context, res command.BatchResult) []any
 
 // slotError is a batch item's refusal: the error envelope with the item's login and
 // clientOrderId where readable.
-func (s *Server) slotError(it command.BatchItem, err error) envelope {
+func slotError(it batchSlot, err error) envelope {
 	env := errorEnvelope(err)
 	if env.Login == 0 {
-		env.Login = it.Login
+		env.Login = it.login
 	}
 	if env.ClientOrderID == "" {
-		env.ClientOrderID = it.ClientOrderID
+		env.ClientOrderID = it.coid
 	}
 	return env
 }

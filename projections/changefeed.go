@@ -8,34 +8,15 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+	"tradesvc/events"
+	"tradesvc/query"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Change is one row of the change feed rm.changes (see trading_changes.go).
-type Change struct {
-	Seq   int64
-	Login int64
-	// Kind is DEAL, ORDER_UPDATE, POSITION_UPDATE, ACCOUNT_UPDATE or OPERATION.
-	Kind string
-	// OperationID is the operation the change belongs to ("" when none).
-	OperationID string
-	// APIKeyID and ClientOrderID name the key that may see C on a DEAL or ORDER_UPDATE frame
-	// and the value of C (0 / "" when the change was not caused through the API).
-	APIKeyID      int64
-	ClientOrderID string
-	// Event is the user-stream frame without C (OPERATION: {"status", "version", "answered"}).
-	Event json.RawMessage
-	// Answered: an OPERATION row whose operation now has the answer the endpoints that wait
-	// return (true for rows written before the flag existed: a waiter then reads, as it did).
-	Answered  bool
-	CreatedAt time.Time
-}
-
-// ErrLagged ends a subscription whose buffer was full when a change was due: nothing is
-// dropped silently, the subscriber must resnapshot.
-var ErrLagged = errors.New("projections: change-feed subscriber fell behind")
+// ErrLagged ends a subscription whose buffer was full when a change was due.
+var ErrLagged = query.ErrLagged
 
 // ErrFeedStopped ends the subscriptions of a change feed whose Run returned.
 var ErrFeedStopped = errors.New("projections: change feed stopped")
@@ -219,10 +200,21 @@ func (f *ChangeFeed) catchUp(ctx context.Context, conn *pgx.Conn) error {
 		if err != nil {
 			return fmt.Errorf("read changes: %w", err)
 		}
-		page, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Change, error) {
-			var c Change
-			err := row.Scan(&c.Seq, &c.Login, &c.Kind, &c.OperationID, &c.APIKeyID, &c.ClientOrderID, &c.Event, &c.Answered, &c.CreatedAt)
-			return c, err
+		page, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (query.Change, error) {
+			var c query.Change
+			var raw []byte
+			if err := row.Scan(&c.Seq, &c.Login, &c.Kind, &c.OperationID, &c.APIKeyID, &c.ClientOrderID, &raw, &c.Answered,
+				&c.CreatedAt); err != nil {
+				return c, err
+			}
+			if query.IsUserStreamKind(c.Kind) {
+				if c.Fact, err = decodeFact(c.Kind, raw); err != nil {
+					// Not a fact this build can read (a row older than the format): the
+					// stream cannot render it; say so rather than stop the feed.
+					f.cfg.Logger.Error("change feed: undecodable fact", "seq", c.Seq, "kind", c.Kind, "err", err)
+				}
+			}
+			return c, nil
 		})
 		if err != nil {
 			return fmt.Errorf("read changes: %w", err)
@@ -234,12 +226,7 @@ func (f *ChangeFeed) catchUp(ctx context.Context, conn *pgx.Conn) error {
 	}
 }
 
-// userStreamKinds are the kinds subscriptions receive.
-func userStreamKind(kind string) bool {
-	return kind == ChangeDeal || kind == ChangeOrderUpdate || kind == ChangePositionUpdate || kind == ChangeAccountUpdate
-}
-
-func (f *ChangeFeed) dispatch(page []Change) {
+func (f *ChangeFeed) dispatch(page []query.Change) {
 	if len(page) == 0 {
 		return
 	}
@@ -251,7 +238,7 @@ func (f *ChangeFeed) dispatch(page []Change) {
 		// deals or decision writes one): its DEAL and ORDER_UPDATE rows need not wake waiters,
 		// nor does an OPERATION row of a state that answers nobody yet (ACCEPTED, a fill its
 		// deals have not confirmed): the waiter would read and wait again.
-		if c.Kind == ChangeOperation && c.OperationID != "" && c.Answered {
+		if c.Kind == query.ChangeOperation && c.OperationID != "" && c.Answered {
 			for ch := range f.watchers[c.OperationID] {
 				select {
 				case ch <- struct{}{}:
@@ -259,7 +246,7 @@ func (f *ChangeFeed) dispatch(page []Change) {
 				}
 			}
 		}
-		if !userStreamKind(c.Kind) {
+		if !query.IsUserStreamKind(c.Kind) || c.Fact == nil {
 			continue
 		}
 		for s := range f.subs {
@@ -308,8 +295,8 @@ func (f *ChangeFeed) WatchOperation(operationID string) (<-chan struct{}, func()
 // ACCOUNT_UPDATE change committed after it returns (and after the feed is Ready) whose login
 // match accepts (match runs on the feed's goroutine and must be quick). buf is the
 // subscription's buffer; a subscriber that lets it fill is ended with ErrLagged.
-func (f *ChangeFeed) Subscribe(match func(login int64) bool, buf int) *Subscription {
-	s := &Subscription{match: match, ch: make(chan Change, max(buf, 1)), done: make(chan struct{}), feed: f}
+func (f *ChangeFeed) Subscribe(match func(login int64) bool, buf int) query.Subscription {
+	s := &Subscription{match: match, ch: make(chan query.Change, max(buf, 1)), done: make(chan struct{}), feed: f}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.stopped {
@@ -334,7 +321,7 @@ func (f *ChangeFeed) stop() {
 type Subscription struct {
 	feed  *ChangeFeed
 	match func(login int64) bool
-	ch    chan Change
+	ch    chan query.Change
 	done  chan struct{}
 
 	once sync.Once
@@ -343,7 +330,7 @@ type Subscription struct {
 }
 
 // C delivers the changes. It is never closed: select on Done as well.
-func (s *Subscription) C() <-chan Change { return s.ch }
+func (s *Subscription) C() <-chan query.Change { return s.ch }
 
 // Done is closed when the subscription ends (Close, ErrLagged, ErrFeedStopped).
 func (s *Subscription) Done() <-chan struct{} { return s.done }
@@ -371,4 +358,25 @@ func (s *Subscription) end(err error) {
 		s.mu.Unlock()
 		close(s.done)
 	})
+}
+
+// factTypes are the facts the user-stream kinds carry.
+var factTypes = map[string]func() events.Event{
+	query.ChangeDeal:           func() events.Event { return &events.DealAdded{} },
+	query.ChangeOrderUpdate:    func() events.Event { return &events.OrderChanged{} },
+	query.ChangePositionUpdate: func() events.Event { return &events.PositionChanged{} },
+	query.ChangeAccountUpdate:  func() events.Event { return &events.AccountChanged{} },
+}
+
+// decodeFact reads the fact a change row of kind holds.
+func decodeFact(kind string, raw []byte) (events.Event, error) {
+	mk, ok := factTypes[kind]
+	if !ok {
+		return nil, fmt.Errorf("no fact for change kind %q", kind)
+	}
+	ev := mk()
+	if err := json.Unmarshal(raw, ev); err != nil {
+		return nil, fmt.Errorf("decode %s fact: %w", kind, err)
+	}
+	return ev, nil
 }

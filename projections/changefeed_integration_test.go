@@ -10,7 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"tradesvc/events"
 	"tradesvc/infra/testenv"
+	"tradesvc/query"
 )
 
 // cfEnv is a change feed reading a fresh database, and a writer that commits rows the way
@@ -31,7 +33,7 @@ func cfSetup(t *testing.T) *cfEnv {
 	t.Cleanup(cancel)
 	e := &cfEnv{t: t, ctx: ctx, pool: testenv.MigratedPG(t)}
 	// The writer commits a few rows before the feed starts: history the feed must not replay.
-	e.write(row(1, ChangeDeal, ""), row(2, ChangeDeal, ""))
+	e.write(row(1, query.ChangeDeal, ""), row(2, query.ChangeDeal, ""))
 	feed, err := NewChangeFeed(ChangeFeedConfig{ConnString: e.pool.Config().ConnString() + "&application_name=" + cfAppName,
 		Logger: testenv.Logger(), Poll: 100 * time.Millisecond})
 	if err != nil {
@@ -48,7 +50,11 @@ func cfSetup(t *testing.T) *cfEnv {
 }
 
 func row(login int64, kind, operationID string) changeRow {
-	return changeRow{login: login, kind: kind, operationID: operationID, event: []byte(`{"e":"` + kind + `"}`)}
+	ev := fmt.Sprintf(`{"login":%d,"seq":77}`, login) // a fact (any of the four decodes it)
+	if kind == query.ChangeOperation {
+		ev = `{"status":"FILLED","version":1,"answered":true}`
+	}
+	return changeRow{login: login, kind: kind, operationID: operationID, event: []byte(ev)}
 }
 
 // write commits rows in one transaction, as the projection does; notify false leaves the
@@ -75,7 +81,7 @@ func (e *cfEnv) writeNotify(notify bool, rows ...changeRow) {
 }
 
 // next receives one change or fails after 10 s.
-func next(t *testing.T, s *Subscription) Change {
+func next(t *testing.T, s query.Subscription) query.Change {
 	t.Helper()
 	select {
 	case c := <-s.C():
@@ -85,7 +91,7 @@ func next(t *testing.T, s *Subscription) Change {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no change within 10s")
 	}
-	return Change{}
+	return query.Change{}
 }
 
 func TestChangeFeedDeliversLaterChangesInSeqOrderToMatchingSubscribers(t *testing.T) {
@@ -94,9 +100,9 @@ func TestChangeFeedDeliversLaterChangesInSeqOrderToMatchingSubscribers(t *testin
 	defer ones.Close()
 	twos := e.feed.Subscribe(func(login int64) bool { return login == 2 }, 5000)
 	defer twos.Close()
-	e.write(row(1, ChangeOrderUpdate, "op-a"), row(2, ChangeDeal, ""), row(1, ChangeOperation, "op-a"),
-		row(1, ChangePositionUpdate, ""))
-	e.writeNotify(false, row(1, ChangeAccountUpdate, "")) // no NOTIFY: the poll finds it
+	e.write(row(1, query.ChangeOrderUpdate, "op-a"), row(2, query.ChangeDeal, ""), row(1, query.ChangeOperation, "op-a"),
+		row(1, query.ChangePositionUpdate, ""))
+	e.writeNotify(false, row(1, query.ChangeAccountUpdate, "")) // no NOTIFY: the poll finds it
 	var got []string
 	var last int64
 	for i := 0; i < 3; i++ {
@@ -110,15 +116,15 @@ func TestChangeFeedDeliversLaterChangesInSeqOrderToMatchingSubscribers(t *testin
 	if fmt.Sprint(got) != "[ORDER_UPDATE POSITION_UPDATE ACCOUNT_UPDATE]" {
 		t.Fatalf("login 1 got %v (OPERATION rows are for waiters, history is not replayed)", got)
 	}
-	if c := next(t, twos); c.Kind != ChangeDeal || c.Login != 2 || string(c.Event) != `{"e":"DEAL"}` {
-		t.Fatalf("login 2 got %+v %s", c, c.Event)
+	if c := next(t, twos); c.Kind != query.ChangeDeal || c.Login != 2 || c.Fact.(*events.DealAdded).Seq != 77 {
+		t.Fatalf("login 2 got %+v", c)
 	}
 
 	// More rows than one catch-up page, in one transaction: every one, in order.
 	const n = 2500
 	rows := make([]changeRow, n)
 	for i := range rows {
-		rows[i] = row(1, ChangeDeal, "")
+		rows[i] = row(1, query.ChangeDeal, "")
 	}
 	e.write(rows...)
 	for i := 0; i < n; i++ {
@@ -135,7 +141,7 @@ func TestChangeFeedWakesOperationWatchers(t *testing.T) {
 	a, stopA := e.feed.WatchOperation("op-a")
 	b, stopB := e.feed.WatchOperation("op-b")
 	// A DEAL row owned by op-a does not wake its waiters: only OPERATION rows carry answers.
-	e.write(row(1, ChangeDeal, "op-a"), row(1, ChangeOperation, "op-b"))
+	e.write(row(1, query.ChangeDeal, "op-a"), row(1, query.ChangeOperation, "op-b"))
 	select {
 	case <-b:
 	case <-time.After(10 * time.Second):
@@ -147,9 +153,9 @@ func TestChangeFeedWakesOperationWatchers(t *testing.T) {
 	default:
 	}
 	// Nor does an OPERATION row of a state that answers nobody yet.
-	unanswered := changeRow{login: 1, kind: ChangeOperation, operationID: "op-a",
+	unanswered := changeRow{login: 1, kind: query.ChangeOperation, operationID: "op-a",
 		event: []byte(`{"status":"ACCEPTED","version":1,"answered":false}`)}
-	e.write(unanswered, row(1, ChangeOperation, "op-b"))
+	e.write(unanswered, row(1, query.ChangeOperation, "op-b"))
 	select {
 	case <-b:
 	case <-time.After(10 * time.Second):
@@ -160,7 +166,7 @@ func TestChangeFeedWakesOperationWatchers(t *testing.T) {
 		t.Fatal("op-a watcher woken by an OPERATION row that answers nobody")
 	default:
 	}
-	e.write(row(1, ChangeOperation, "op-b"), row(1, ChangeOperation, "op-a"), row(1, ChangeOperation, "op-a"))
+	e.write(row(1, query.ChangeOperation, "op-b"), row(1, query.ChangeOperation, "op-a"), row(1, query.ChangeOperation, "op-a"))
 	select {
 	case <-a:
 	case <-time.After(10 * time.Second):
@@ -187,7 +193,7 @@ func TestChangeFeedEndsALaggingSubscriptionWithErrLagged(t *testing.T) {
 	slow := e.feed.Subscribe(func(int64) bool { return true }, 2)
 	fast := e.feed.Subscribe(func(int64) bool { return true }, 100)
 	defer fast.Close()
-	e.write(row(1, ChangeDeal, ""), row(1, ChangeDeal, ""), row(1, ChangeDeal, ""), row(1, ChangeDeal, ""))
+	e.write(row(1, query.ChangeDeal, ""), row(1, query.ChangeDeal, ""), row(1, query.ChangeDeal, ""), row(1, query.ChangeDeal, ""))
 	select {
 	case <-slow.Done():
 	case <-time.After(10 * time.Second):
@@ -218,11 +224,11 @@ func TestChangeFeedReconnectsAndMissesNothing(t *testing.T) {
 		WHERE application_name = $1 AND datname = current_database()`, cfAppName).Scan(&killed); err != nil || killed != 1 {
 		t.Fatalf("terminated %d feed connections (%v)", killed, err)
 	}
-	e.write(row(7, ChangeDeal, "")) // committed while the feed is disconnected
+	e.write(row(7, query.ChangeDeal, "")) // committed while the feed is disconnected
 	if c := next(t, sub); c.Login != 7 {
 		t.Fatalf("%+v", c)
 	}
-	e.write(row(8, ChangeDeal, ""))
+	e.write(row(8, query.ChangeDeal, ""))
 	if c := next(t, sub); c.Login != 8 {
 		t.Fatalf("%+v", c)
 	}

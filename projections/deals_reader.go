@@ -7,6 +7,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"tradesvc/events/trading"
 	"tradesvc/query"
 )
 
@@ -25,7 +26,7 @@ func NewDealsReader(conn driver.Conn) (*DealsReader, error) {
 // or OUT_BY: the spec's "today it returns closing deals only") of window w, ordered by deal
 // id. FINAL collapses redelivered deals (the table replaces rows by ticket), which ClickHouse
 // 18.16 supports with WHERE, ORDER BY and LIMIT.
-func (r *DealsReader) UserTrades(ctx context.Context, login int64, w query.TradesWindow) ([]query.Deal, error) {
+func (r *DealsReader) UserTrades(ctx context.Context, login int64, w query.TradesWindow) ([]trading.Deal, error) {
 	where := `time_ms >= ? AND time_ms <= ?`
 	args := []any{login, w.Symbol, w.Symbol}
 	if w.FromID != nil {
@@ -44,16 +45,16 @@ func (r *DealsReader) UserTrades(ctx context.Context, login int64, w query.Trade
 		return nil, fmt.Errorf("read deals of %d: %w", login, err)
 	}
 	defer rows.Close()
-	out := []query.Deal{}
+	out := []trading.Deal{}
 	for rows.Next() {
-		d := query.Deal{Login: login}
+		d := trading.Deal{Login: login}
 		var action, entry int32
 		var vol, price, profit, commission, swap string
 		if err := rows.Scan(&d.DealID, &d.OrderID, &d.PositionID, &d.Symbol, &action, &entry, &vol, &price, &profit,
 			&commission, &swap, &d.Comment, &d.Time); err != nil {
 			return nil, fmt.Errorf("scan deal of %d: %w", login, err)
 		}
-		d.Action, d.Entry = int(action), int(entry)
+		d.Action, d.Entry = trading.DealAction(action), trading.DealEntry(entry)
 		if err := parseColumns([]string{vol, price, profit, commission, swap}, &d.Volume, &d.Price, &d.Profit,
 			&d.Commission, &d.Swap); err != nil {
 			return nil, fmt.Errorf("deal %d: %w", d.DealID, err)

@@ -7,6 +7,7 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/kafka/batch"
 	"tradesvc/infra/testenv"
 )
@@ -69,7 +70,7 @@ func TestReferenceProjectionIsIdempotentAndNeverMovesBackwards(t *testing.T) {
 	reader.Invalidate()
 	got, ok, err := reader.Symbol(ctx, "BTCUSD")
 	if err != nil || !ok || got.Digits != 2 || string(got.TradeMode) != "FULL" || len(got.FillModes) != 2 ||
-		got.Sessions["MONDAY"][0].Close != "24:00" || len(got.Sessions["SUNDAY"]) != 0 {
+		got.Sessions[trading.Monday][0].Close != "24:00" || len(got.Sessions[trading.Sunday]) != 0 {
 		t.Fatalf("symbol = %+v ok=%v err=%v", got, ok, err)
 	}
 	if _, ok, _ := reader.Symbol(ctx, "btcusd"); ok {

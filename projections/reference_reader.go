@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"tradesvc/events"
+	"tradesvc/events/trading"
 	"tradesvc/query"
 )
 
@@ -32,8 +32,8 @@ type ReferenceReader struct {
 
 type refSnapshot struct {
 	loadedAt time.Time
-	bySymbol map[string]query.SymbolSpec
-	ordered  []query.SymbolSpec
+	bySymbol map[string]trading.SymbolSpec
+	ordered  []trading.SymbolSpec
 	tzOffset int
 }
 
@@ -78,22 +78,20 @@ func (r *ReferenceReader) load(ctx context.Context) (*refSnapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load symbols: %w", err)
 	}
-	specs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (query.SymbolSpec, error) {
+	specs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (trading.SymbolSpec, error) {
 		var raw []byte
 		if err := row.Scan(&raw); err != nil {
-			return query.SymbolSpec{}, err
+			return trading.SymbolSpec{}, err
 		}
-		var e events.SymbolSpecified
-		if err := json.Unmarshal(raw, &e); err != nil {
-			return query.SymbolSpec{}, err
-		}
-		return SymbolSpecFromEvent(&e), nil
+		var spec trading.SymbolSpec
+		err := json.Unmarshal(raw, &spec)
+		return spec, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load symbols: %w", err)
 	}
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Symbol < specs[j].Symbol })
-	s := &refSnapshot{loadedAt: time.Now(), bySymbol: make(map[string]query.SymbolSpec, len(specs)), ordered: specs}
+	s := &refSnapshot{loadedAt: time.Now(), bySymbol: make(map[string]trading.SymbolSpec, len(specs)), ordered: specs}
 	for _, sp := range specs {
 		s.bySymbol[sp.Symbol] = sp
 	}
@@ -105,7 +103,7 @@ func (r *ReferenceReader) load(ctx context.Context) (*refSnapshot, error) {
 }
 
 // Symbols implements query.SymbolReader.
-func (r *ReferenceReader) Symbols(ctx context.Context) ([]query.SymbolSpec, error) {
+func (r *ReferenceReader) Symbols(ctx context.Context) ([]trading.SymbolSpec, error) {
 	s, err := r.snapshot(ctx)
 	if err != nil {
 		return nil, err
@@ -114,10 +112,10 @@ func (r *ReferenceReader) Symbols(ctx context.Context) ([]query.SymbolSpec, erro
 }
 
 // Symbol implements query.SymbolReader and query.SymbolLookup (exact, case-sensitive name).
-func (r *ReferenceReader) Symbol(ctx context.Context, name string) (query.SymbolSpec, bool, error) {
+func (r *ReferenceReader) Symbol(ctx context.Context, name string) (trading.SymbolSpec, bool, error) {
 	s, err := r.snapshot(ctx)
 	if err != nil {
-		return query.SymbolSpec{}, false, err
+		return trading.SymbolSpec{}, false, err
 	}
 	sp, ok := s.bySymbol[name]
 	return sp, ok, nil

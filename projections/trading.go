@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -126,27 +127,34 @@ func (t *Trading) Apply(ctx context.Context, msgs []batch.Message) error {
 func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 	items := make([]*tradingItem, 0, len(msgs))
 	logins := []int64{}
+	var err error
 	for _, m := range msgs {
-		login, ok := tradingLogin(m.Event)
+		if m.Event == nil {
+			continue
+		}
+		sql, args, ok := factStatement(m.Event)
 		if !ok {
 			continue
 		}
-		items = append(items, &tradingItem{ev: m.Event})
-		logins = append(logins, login)
+		raw := m.Envelope.Payload
+		if len(raw) == 0 { // not read from the log (a test, a replay tool): the event itself
+			if raw, err = json.Marshal(m.Event); err != nil {
+				return fmt.Errorf("trading projection: encode %s: %w", m.Event.EventType(), err)
+			}
+		}
+		items = append(items, &tradingItem{ev: m.Event, raw: raw, sql: sql, args: args})
+		logins = append(logins, m.Event.(events.AccountEvent).AccountLogin())
 	}
 	if len(items) == 0 {
 		return nil
 	}
 	slices.Sort(logins)
 	logins = slices.Compact(logins)
-	if err := t.digits.load(ctx, t.cfg.Pool, frameSymbols(items), t.cfg.Now()); err != nil {
-		return fmt.Errorf("trading projection: %w", err)
-	}
 	// Two round trips inside the transaction: the logins' locks, every fact and the reads the
 	// derivation needs in one pipeline; then the derived columns and the change feed in
 	// another. The locks (ascending, so concurrent batches never deadlock) serialise the three
 	// topics' consumers of one login for as short a time as that.
-	err := pgx.BeginFunc(ctx, t.cfg.Pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, t.cfg.Pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		queueFacts(b, logins, items)
 		tc := touchedBy(items)
@@ -186,40 +194,13 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 	return nil
 }
 
-// tradingItem is one event of a batch and whether it changed a read model.
+// tradingItem is one event of a batch, its statement, and whether it changed a read model.
 type tradingItem struct {
 	ev      events.Event
+	raw     []byte // the event's payload as the log holds it (a change row stores it)
+	sql     string
+	args    []any
 	applied bool
-}
-
-// tradingLogin is the login an event of the three trading topics belongs to; ok is false
-// for events the projection does not read (ExecutionSent, unknown types).
-func tradingLogin(e events.Event) (int64, bool) {
-	switch x := e.(type) {
-	case *events.OrderRequested:
-		return x.Login, true
-	case *events.OrderModifyRequested:
-		return x.Login, true
-	case *events.OrderCancelRequested:
-		return x.Login, true
-	case *events.PositionCloseRequested:
-		return x.Login, true
-	case *events.PositionModifyRequested:
-		return x.Login, true
-	case *events.SweepRequested:
-		return x.Login, true
-	case *events.ExecutionOutcome:
-		return x.Login, true
-	case *events.DealAdded:
-		return x.Login, true
-	case *events.OrderChanged:
-		return x.Login, true
-	case *events.PositionChanged:
-		return x.Login, true
-	case *events.AccountChanged:
-		return x.Login, true
-	}
-	return 0, false
 }
 
 // queueFacts queues the logins' locks and every event's statement; each item learns whether
@@ -231,8 +212,7 @@ func queueFacts(b *pgx.Batch, logins []int64, items []*tradingItem) {
 		b.Queue("SELECT pg_advisory_xact_lock($1)", l)
 	}
 	for _, it := range items {
-		sql, args := factStatement(it.ev)
-		b.Queue(sql, args...).Exec(func(ct pgconn.CommandTag) error {
+		b.Queue(it.sql, it.args...).Exec(func(ct pgconn.CommandTag) error {
 			it.applied = ct.RowsAffected() > 0
 			return nil
 		})

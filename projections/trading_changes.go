@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"tradesvc/events"
+	"tradesvc/events/trading"
 	"tradesvc/query"
 )
 
@@ -32,18 +33,22 @@ type loginTag struct {
 	tag   string
 }
 
-// queueChanges queues the batch's change-feed rows: the frames of the facts it applied, in
+// operationRow is the event of an OPERATION change: it wakes RESULT waiters; version orders
+// the states of one operation.
+type operationRow struct {
+	Status   string `json:"status"`
+	Version  int64  `json:"version"`
+	Answered bool   `json:"answered"`
+}
+
+// queueChanges queues the batch's change-feed rows: the facts it applied, in
 // the trade server's order, then an OPERATION row per operation whose visible state changed.
 // Rows are inserted under the change-feed lock (seq order is commit order) and announced
 // with NOTIFY, which Postgres delivers at commit.
 func (t *Trading) queueChanges(b *pgx.Batch, items []*tradingItem, owners map[loginTag]tagOwner, ops []opChange) error {
 	rows := make([]changeRow, 0, len(items)+len(ops))
 	for _, it := range items {
-		r, ok, err := t.frameRow(it, owners)
-		if err != nil {
-			return err
-		}
-		if ok {
+		if r, ok := factRow(it, owners); ok {
 			rows = append(rows, r)
 		}
 	}
@@ -51,11 +56,11 @@ func (t *Trading) queueChanges(b *pgx.Batch, items []*tradingItem, owners map[lo
 		if !o.Visible {
 			continue
 		}
-		ev, err := json.Marshal(operationFrame{Status: o.Derived.Status, Version: o.Version, Answered: o.Answered})
+		ev, err := json.Marshal(operationRow{Status: string(o.Derived.Status), Version: o.Version, Answered: o.Answered})
 		if err != nil {
 			return err
 		}
-		rows = append(rows, changeRow{login: o.Login, kind: ChangeOperation, operationID: o.OperationID, event: ev})
+		rows = append(rows, changeRow{login: o.Login, kind: query.ChangeOperation, operationID: o.OperationID, event: ev})
 	}
 	if len(rows) == 0 {
 		return nil
@@ -91,48 +96,39 @@ func queueChangeRows(b *pgx.Batch, rows []changeRow) {
 	b.Queue(insertChangesSQL, logins, kinds, opIDs, keyIDs, clientID, evs)
 }
 
-// frameRow is the change row of an applied fact; ok is false for events that a client does
-// not see: commands, outcomes, facts already applied, balance deals (their effect is an
-// ACCOUNT_UPDATE) and market orders passing through the book.
-func (t *Trading) frameRow(it *tradingItem, owners map[loginTag]tagOwner) (changeRow, bool, error) {
+// factRow is the change row of an applied fact: the fact itself, which the user streams
+// render; ok is false for events a client does not see: commands, outcomes, facts already
+// applied, balance deals (their effect is an ACCOUNT_UPDATE) and market orders passing
+// through the book.
+func factRow(it *tradingItem, owners map[loginTag]tagOwner) (changeRow, bool) {
 	if !it.applied {
-		return changeRow{}, false, nil
+		return changeRow{}, false
 	}
-	var (
-		r   changeRow
-		err error
-	)
+	r := changeRow{event: it.raw}
 	switch x := it.ev.(type) {
 	case *events.DealAdded:
-		if !isTrade(x.Action) {
-			return r, false, nil
+		if !trading.DealAction(x.Action).IsTrade() {
+			return r, false
 		}
-		r = ownedRow(x.Login, ChangeDeal, owners[loginTag{x.Login, tagOf(x.Comment)}])
-		r.event, err = dealFrameOf(x, t.digits.get)
+		r.own(x.Login, query.ChangeDeal, owners[loginTag{x.Login, trading.TagOf(x.Comment)}])
 	case *events.OrderChanged:
-		if query.IsMarketType(x.Type) {
-			return r, false, nil
+		if trading.OrderType(x.Type).IsMarket() {
+			return r, false
 		}
-		r = ownedRow(x.Login, ChangeOrderUpdate, owners[loginTag{x.Login, tagOf(x.Comment)}])
-		r.event, err = orderFrameOf(x, t.digits.get)
+		r.own(x.Login, query.ChangeOrderUpdate, owners[loginTag{x.Login, trading.TagOf(x.Comment)}])
 	case *events.PositionChanged:
-		r = changeRow{login: x.Login, kind: ChangePositionUpdate}
-		r.event, err = positionFrameOf(x, t.digits.get)
+		r.login, r.kind = x.Login, query.ChangePositionUpdate
 	case *events.AccountChanged:
-		r = changeRow{login: x.Login, kind: ChangeAccountUpdate}
-		r.event, err = accountFrameOf(x)
+		r.login, r.kind = x.Login, query.ChangeAccountUpdate
 	default:
-		return r, false, nil
+		return r, false
 	}
-	if err != nil {
-		return r, false, fmt.Errorf("encode %s frame: %w", r.kind, err)
-	}
-	return r, true, nil
+	return r, true
 }
 
-func ownedRow(login int64, kind string, o tagOwner) changeRow {
-	return changeRow{login: login, kind: kind, operationID: o.operationID, apiKeyID: o.apiKeyID,
-		clientOrderID: o.clientOrderID}
+// own makes r a row of login and kind, owned by the operation whose tag its fact carries.
+func (r *changeRow) own(login int64, kind string, o tagOwner) {
+	r.login, r.kind, r.operationID, r.apiKeyID, r.clientOrderID = login, kind, o.operationID, o.apiKeyID, o.clientOrderID
 }
 
 // queueTagOwners queues the resolution of the batch's deal and order tags to the operations that
@@ -151,7 +147,7 @@ func queueTagOwners(b *pgx.Batch, items []*tradingItem, out map[loginTag]tagOwne
 		default:
 			continue
 		}
-		if tag := tagOf(comment); tag != "" {
+		if tag := trading.TagOf(comment); tag != "" {
 			logins, tags = append(logins, login), append(tags, tag)
 		}
 	}
@@ -172,20 +168,4 @@ func queueTagOwners(b *pgx.Batch, items []*tradingItem, out map[loginTag]tagOwne
 			}
 			return rows.Err()
 		})
-}
-
-// frameSymbols lists the symbols the batch's frames are formatted with.
-func frameSymbols(items []*tradingItem) []string {
-	var out []string
-	for _, it := range items {
-		switch x := it.ev.(type) {
-		case *events.DealAdded:
-			out = append(out, x.Symbol)
-		case *events.OrderChanged:
-			out = append(out, x.Symbol)
-		case *events.PositionChanged:
-			out = append(out, x.Symbol)
-		}
-	}
-	return out
 }

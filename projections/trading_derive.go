@@ -8,18 +8,18 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/events/dec"
-	"tradesvc/query"
+	"tradesvc/events/trading"
 )
 
 // opChange is an operation whose derived columns a batch changed.
 type opChange struct {
 	OperationID string
 	Login       int64
-	Derived     opDerived
+	Derived     trading.Derived
 	Version     int64
 	// Visible: status, code, retcode, orderId or executedVolume changed (an OPERATION row).
 	Visible bool
-	// Answered: the endpoints that wait have their answer in Derived (query.Answered); the
+	// Answered: the endpoints that wait have their answer in Derived (Operation.Answered); the
 	// OPERATION row says so and only such a row wakes them.
 	Answered bool
 }
@@ -44,7 +44,7 @@ func touchedBy(items []*tradingItem) touched {
 		case *events.ExecutionOutcome:
 			t.ids = append(t.ids, x.OperationID)
 		case *events.DealAdded:
-			if tag := tagOf(x.Comment); tag != "" && isTrade(x.Action) {
+			if tag := trading.TagOf(x.Comment); tag != "" && trading.DealAction(x.Action).IsTrade() {
 				t.tagLogins, t.tags = append(t.tagLogins, x.Login), append(t.tags, tag)
 			}
 		case *events.OrderChanged:
@@ -66,8 +66,6 @@ func touchedBy(items []*tradingItem) touched {
 func (t touched) empty() bool {
 	return len(t.ids) == 0 && len(t.tags) == 0 && len(t.orders) == 0 && len(t.positions) == 0
 }
-
-func isTrade(action int) bool { return action == 0 || action == 1 }
 
 // loadOperationsSQL reads each touched operation with what its derivation needs: the sums of
 // its tag's distinct trading deals, the order its outcome names and the position it closes.
@@ -109,8 +107,8 @@ type loadedOp struct {
 	id      string
 	login   int64
 	symbol  string
-	in      opInputs
-	stored  opDerived
+	in      trading.Inputs
+	stored  trading.Derived
 	version int64
 }
 
@@ -129,14 +127,14 @@ func (t *Trading) queueDerived(b *pgx.Batch, ops []*loadedOp) []opChange {
 	var changes []opChange
 	for _, o := range ops {
 		o.in.Digits, o.in.DigitsOK = t.digits.get(o.symbol)
-		d := derive(o.in)
-		if !anyChange(d, o.stored) {
+		d := trading.Derive(o.in)
+		if !trading.AnyChange(d, o.stored) {
 			continue
 		}
-		answered := query.Answered(query.Operation{Kind: o.in.Kind, Type: o.in.Type, Status: d.Status, Code: d.Code,
-			Retcode: d.Retcode, Deals: d.Deals, Decided: d.Decided}, query.QueuedStatus(o.in.Kind, o.in.Type))
+		op := trading.Operation{Kind: o.in.Kind, Type: o.in.Type}
+		d.Apply(&op)
 		changes = append(changes, opChange{OperationID: o.id, Login: o.login, Derived: d, Version: o.version + 1,
-			Visible: visibleChange(d, o.stored), Answered: answered})
+			Visible: trading.VisibleChange(d, o.stored), Answered: op.Answered()})
 	}
 	if len(changes) > 0 {
 		queueDerivedUpdate(b, changes)
@@ -171,7 +169,7 @@ func queueDerivedUpdate(b *pgx.Batch, changes []opChange) {
 	)
 	for i, c := range changes {
 		d := c.Derived
-		ids[i], statuses[i], updated[i], decided[i] = c.OperationID, d.Status, d.UpdatedAt, d.Decided
+		ids[i], statuses[i], updated[i], decided[i] = c.OperationID, string(d.Status), d.UpdatedAt, d.Decided
 		deals[i], attempts[i] = int32(d.Deals), int32(d.Attempt)
 		codes[i], retcodes[i] = nonZero32(d.Code), nonZero32(d.Retcode)
 		msgs[i], prices[i], volumes[i] = nonEmpty(d.Msg), decText(d.ExecPrice), decText(d.ExecutedVolume)
@@ -231,7 +229,7 @@ func scanLoadedOp(rows pgx.Rows) (*loadedOp, error) {
 	var (
 		volume, outPrice, outVolume, execPrice, execVolume *string
 		outAttempt                                         *int
-		out                                                opOutcome
+		out                                                trading.Outcome
 		n                                                  int64
 		fillVol, fillVP, price1, dealSymbol                *string
 		orderOpen, positionOpen                            *bool
@@ -280,7 +278,7 @@ func scanLoadedOp(rows pgx.Rows) (*loadedOp, error) {
 		o.symbol = *dealSymbol // a skeleton row: its deals name the symbol
 	}
 	if orderOpen != nil {
-		in.Order = &opOrder{Open: *orderOpen, State: *orderState, UpdateTime: *orderUpdate}
+		in.Order = &trading.PendingOrder{Open: *orderOpen, State: trading.OrderState(*orderState), UpdateTime: *orderUpdate}
 	}
 	in.PositionClosed = positionOpen != nil && !*positionOpen
 	return o, nil

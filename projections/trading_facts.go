@@ -1,125 +1,113 @@
 package projections
 
 import (
-	"fmt"
-
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events"
 	"tradesvc/events/dec"
-	"tradesvc/query"
+	"tradesvc/events/trading"
 )
 
 // The raw facts of the trading projection: one statement per event, each changing at most
 // one row and only forward (seq for trade-server facts, attempt for commands and outcomes),
 // so a redelivered or replayed event changes nothing and reports no row affected.
 
-// factStatement is the statement that applies e.
-func factStatement(e events.Event) (string, []any) {
-	switch x := e.(type) {
-	case *events.OrderRequested:
-		r := request(x.Operation, query.KindPlaceOrder)
-		r.symbol, r.side, r.typ, r.volume = x.Symbol, x.Side, x.Type, &x.Volume
-		r.price, r.stopLimit, r.sl, r.tp = x.Price, x.StopLimitPrice, x.SL, x.TP
-		r.tif, r.expiration, r.comment = x.TimeInForce, x.Expiration, x.Comment
-		return r.statement()
-	case *events.OrderModifyRequested:
-		r := request(x.Operation, query.KindModifyOrder)
-		r.symbol, r.side, r.typ, r.targetOrder = x.Symbol, x.Side, x.Type, x.OrderID
-		r.price, r.stopLimit, r.sl, r.tp = x.Price, x.StopLimitPrice, x.SL, x.TP
-		r.tif, r.expiration = x.TimeInForce, x.Expiration
-		return r.statement()
-	case *events.OrderCancelRequested:
-		r := request(x.Operation, query.KindCancelOrder)
-		r.symbol, r.side, r.typ, r.targetOrder = x.Symbol, x.Side, x.Type, x.OrderID
-		return r.statement()
-	case *events.PositionCloseRequested:
-		r := request(x.Operation, query.KindClosePosition)
-		r.symbol, r.side, r.targetPosition, r.volume, r.sweepID = x.Symbol, x.Side, x.PositionID, x.Volume, x.SweepID
-		return r.statement()
-	case *events.PositionModifyRequested:
-		r := request(x.Operation, query.KindModifyPosition)
-		r.symbol, r.side, r.targetPosition, r.sl, r.tp = x.Symbol, x.Side, x.PositionID, x.SL, x.TP
-		return r.statement()
-	case *events.SweepRequested:
-		return request(x.Operation, query.KindCloseAll).statement()
-	case *events.ExecutionOutcome:
-		return outcomeStatement(x)
-	case *events.DealAdded:
-		return `INSERT INTO rm.deals (deal_id, login, order_id, position_id, symbol, action, entry, reason, volume,
-			price, profit, commission, swap, comment, tag, time, seq)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::numeric, $10::numeric, $11::numeric, $12::numeric,
-			$13::numeric, $14, $15, $16, $17)
-			ON CONFLICT (deal_id) DO NOTHING`,
-			[]any{x.DealID, x.Login, x.OrderID, x.PositionID, x.Symbol, x.Action, x.Entry, x.Reason,
-				dec.String(x.Volume), dec.String(x.Price), dec.String(x.Profit), dec.String(x.Commission),
-				dec.String(x.Swap), x.Comment, nullText(tagOf(x.Comment)), x.Time, int64(x.Seq)}
-	case *events.OrderChanged:
-		return `INSERT INTO rm.orders (order_id, login, symbol, type, state, volume_initial, volume_current, price,
-			stop_limit_price, sl, tp, type_time, expiration, comment, tag, position_id, time_setup, time_done,
-			update_time, open, seq)
-			VALUES ($1, $2, $3, $4, $5, $6::numeric, $7::numeric, $8::numeric, $9::numeric, $10::numeric,
-			$11::numeric, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
-			ON CONFLICT (order_id) DO UPDATE SET login = EXCLUDED.login, symbol = EXCLUDED.symbol,
-			type = EXCLUDED.type, state = EXCLUDED.state, volume_initial = EXCLUDED.volume_initial,
-			volume_current = EXCLUDED.volume_current, price = EXCLUDED.price,
-			stop_limit_price = EXCLUDED.stop_limit_price, sl = EXCLUDED.sl, tp = EXCLUDED.tp,
-			type_time = EXCLUDED.type_time, expiration = EXCLUDED.expiration, comment = EXCLUDED.comment,
-			tag = EXCLUDED.tag, position_id = EXCLUDED.position_id, time_setup = EXCLUDED.time_setup,
-			time_done = EXCLUDED.time_done, update_time = EXCLUDED.update_time, open = EXCLUDED.open,
-			seq = EXCLUDED.seq
-			WHERE rm.orders.seq < EXCLUDED.seq`,
-			[]any{x.OrderID, x.Login, x.Symbol, x.Type, x.State, dec.String(x.VolumeInitial),
-				dec.String(x.VolumeCurrent), dec.String(x.Price), dec.String(x.StopLimitPrice), dec.String(x.SL),
-				dec.String(x.TP), x.TypeTime, x.Expiration, x.Comment, nullText(tagOf(x.Comment)),
-				nullInt64(x.PositionID), x.TimeSetup, nullInt64(x.TimeDone), x.Time, x.Change != events.ChangeDelete,
-				int64(x.Seq)}
-	case *events.PositionChanged:
-		return `INSERT INTO rm.positions (position_id, login, symbol, direction, volume, price_open, sl, tp, profit,
-			swap, comment, tag, time_open, update_time, open, seq)
-			VALUES ($1, $2, $3, $4, $5::numeric, $6::numeric, $7::numeric, $8::numeric, $9::numeric,
-			$10::numeric, $11, $12, $13, $14, $15, $16)
-			ON CONFLICT (position_id) DO UPDATE SET login = EXCLUDED.login, symbol = EXCLUDED.symbol,
-			direction = EXCLUDED.direction, volume = EXCLUDED.volume, price_open = EXCLUDED.price_open,
-			sl = EXCLUDED.sl, tp = EXCLUDED.tp, profit = EXCLUDED.profit, swap = EXCLUDED.swap,
-			comment = EXCLUDED.comment, tag = EXCLUDED.tag, time_open = EXCLUDED.time_open,
-			update_time = EXCLUDED.update_time, open = EXCLUDED.open, seq = EXCLUDED.seq
-			WHERE rm.positions.seq < EXCLUDED.seq`,
-			[]any{x.PositionID, x.Login, x.Symbol, x.Direction, dec.String(x.Volume), dec.String(x.PriceOpen),
-				dec.String(x.SL), dec.String(x.TP), dec.String(x.Profit), dec.String(x.Swap), x.Comment,
-				nullText(tagOf(x.Comment)), x.TimeOpen, x.Time, x.Change != events.ChangeClose, int64(x.Seq)}
-	case *events.AccountChanged:
-		return `INSERT INTO rm.account_balances (login, balance, credit, update_time, seq)
-			VALUES ($1, $2::numeric, $3::numeric, $4, $5)
-			ON CONFLICT (login) DO UPDATE SET balance = EXCLUDED.balance, credit = EXCLUDED.credit,
-			update_time = EXCLUDED.update_time, seq = EXCLUDED.seq
-			WHERE rm.account_balances.seq < EXCLUDED.seq`,
-			[]any{x.Login, dec.String(x.Balance), dec.String(x.Credit), x.Time, int64(x.Seq)}
+// statements are the statements of the events the projection applies, by event type: what
+// it handles (TradingCoverage). Every command event has one (its operation row).
+var statements = func() map[string]func(events.Event) (string, []any) {
+	m := map[string]func(events.Event) (string, []any){
+		(*events.ExecutionOutcome)(nil).EventType(): func(e events.Event) (string, []any) {
+			return outcomeStatement(e.(*events.ExecutionOutcome))
+		},
+		(*events.DealAdded)(nil).EventType():       dealStatement,
+		(*events.OrderChanged)(nil).EventType():    orderStatement,
+		(*events.PositionChanged)(nil).EventType(): positionStatement,
+		(*events.AccountChanged)(nil).EventType():  accountStatement,
 	}
-	panic(fmt.Sprintf("projections: no statement for %T", e)) // tradingLogin admits only the types above
+	for _, k := range trading.Kinds() {
+		m[k.Command()] = requestStatement
+	}
+	return m
+}()
+
+// factStatement is the statement that applies e; ok is false for events the projection does
+// not apply.
+func factStatement(e events.Event) (string, []any, bool) {
+	st, ok := statements[e.EventType()]
+	if !ok {
+		return "", nil, false
+	}
+	sql, args := st(e)
+	return sql, args, true
 }
 
-// opRequest is the request columns of rm.operations, from a command event.
-type opRequest struct {
-	op                events.Operation
-	kind              string
-	symbol, side, typ string
-	volume            *apd.Decimal
-	price, stopLimit  *apd.Decimal
-	sl, tp            *apd.Decimal
-	tif, comment      string
-	expiration        int64
-	targetOrder       int64
-	targetPosition    int64
-	sweepID           string
+func dealStatement(e events.Event) (string, []any) {
+	x := e.(*events.DealAdded)
+	return `INSERT INTO rm.deals (deal_id, login, order_id, position_id, symbol, action, entry, reason, volume,
+		price, profit, commission, swap, comment, tag, time, seq)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::numeric, $10::numeric, $11::numeric, $12::numeric,
+		$13::numeric, $14, $15, $16, $17)
+		ON CONFLICT (deal_id) DO NOTHING`,
+		[]any{x.DealID, x.Login, x.OrderID, x.PositionID, x.Symbol, x.Action, x.Entry, x.Reason,
+			dec.String(x.Volume), dec.String(x.Price), dec.String(x.Profit), dec.String(x.Commission),
+			dec.String(x.Swap), x.Comment, nullText(trading.TagOf(x.Comment)), x.Time, int64(x.Seq)}
 }
 
-func request(op events.Operation, kind string) *opRequest { return &opRequest{op: op, kind: kind} }
+func orderStatement(e events.Event) (string, []any) {
+	x := e.(*events.OrderChanged)
+	return `INSERT INTO rm.orders (order_id, login, symbol, type, state, volume_initial, volume_current, price,
+		stop_limit_price, sl, tp, type_time, expiration, comment, tag, position_id, time_setup, time_done,
+		update_time, open, seq)
+		VALUES ($1, $2, $3, $4, $5, $6::numeric, $7::numeric, $8::numeric, $9::numeric, $10::numeric,
+		$11::numeric, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
+		ON CONFLICT (order_id) DO UPDATE SET login = EXCLUDED.login, symbol = EXCLUDED.symbol,
+		type = EXCLUDED.type, state = EXCLUDED.state, volume_initial = EXCLUDED.volume_initial,
+		volume_current = EXCLUDED.volume_current, price = EXCLUDED.price,
+		stop_limit_price = EXCLUDED.stop_limit_price, sl = EXCLUDED.sl, tp = EXCLUDED.tp,
+		type_time = EXCLUDED.type_time, expiration = EXCLUDED.expiration, comment = EXCLUDED.comment,
+		tag = EXCLUDED.tag, position_id = EXCLUDED.position_id, time_setup = EXCLUDED.time_setup,
+		time_done = EXCLUDED.time_done, update_time = EXCLUDED.update_time, open = EXCLUDED.open,
+		seq = EXCLUDED.seq
+		WHERE rm.orders.seq < EXCLUDED.seq`,
+		[]any{x.OrderID, x.Login, x.Symbol, x.Type, x.State, dec.String(x.VolumeInitial),
+			dec.String(x.VolumeCurrent), dec.String(x.Price), dec.String(x.StopLimitPrice), dec.String(x.SL),
+			dec.String(x.TP), x.TypeTime, x.Expiration, x.Comment, nullText(trading.TagOf(x.Comment)),
+			nullInt64(x.PositionID), x.TimeSetup, nullInt64(x.TimeDone), x.Time, x.Change != events.ChangeDelete,
+			int64(x.Seq)}
+}
 
-// statement inserts the operation or completes a row an outcome created first; a command of
-// a newer attempt raises the attempt (which resets the older attempt's outcome), a
-// redelivered one changes nothing.
-func (r *opRequest) statement() (string, []any) {
+func positionStatement(e events.Event) (string, []any) {
+	x := e.(*events.PositionChanged)
+	return `INSERT INTO rm.positions (position_id, login, symbol, direction, volume, price_open, sl, tp, profit,
+		swap, comment, tag, time_open, update_time, open, seq)
+		VALUES ($1, $2, $3, $4, $5::numeric, $6::numeric, $7::numeric, $8::numeric, $9::numeric,
+		$10::numeric, $11, $12, $13, $14, $15, $16)
+		ON CONFLICT (position_id) DO UPDATE SET login = EXCLUDED.login, symbol = EXCLUDED.symbol,
+		direction = EXCLUDED.direction, volume = EXCLUDED.volume, price_open = EXCLUDED.price_open,
+		sl = EXCLUDED.sl, tp = EXCLUDED.tp, profit = EXCLUDED.profit, swap = EXCLUDED.swap,
+		comment = EXCLUDED.comment, tag = EXCLUDED.tag, time_open = EXCLUDED.time_open,
+		update_time = EXCLUDED.update_time, open = EXCLUDED.open, seq = EXCLUDED.seq
+		WHERE rm.positions.seq < EXCLUDED.seq`,
+		[]any{x.PositionID, x.Login, x.Symbol, x.Direction, dec.String(x.Volume), dec.String(x.PriceOpen),
+			dec.String(x.SL), dec.String(x.TP), dec.String(x.Profit), dec.String(x.Swap), x.Comment,
+			nullText(trading.TagOf(x.Comment)), x.TimeOpen, x.Time, x.Change != events.ChangeClose, int64(x.Seq)}
+}
+
+func accountStatement(e events.Event) (string, []any) {
+	x := e.(*events.AccountChanged)
+	return `INSERT INTO rm.account_balances (login, balance, credit, update_time, seq)
+		VALUES ($1, $2::numeric, $3::numeric, $4, $5)
+		ON CONFLICT (login) DO UPDATE SET balance = EXCLUDED.balance, credit = EXCLUDED.credit,
+		update_time = EXCLUDED.update_time, seq = EXCLUDED.seq
+		WHERE rm.account_balances.seq < EXCLUDED.seq`,
+		[]any{x.Login, dec.String(x.Balance), dec.String(x.Credit), x.Time, int64(x.Seq)}
+}
+
+// requestStatement inserts the operation a command event starts, or completes a row an
+// outcome created first; a command of a newer attempt raises the attempt (which resets the
+// older attempt's outcome), a redelivered one changes nothing.
+func requestStatement(e events.Event) (string, []any) {
+	r, _ := trading.RequestOf(e)
 	return `INSERT INTO rm.operations (operation_id, login, tag, kind, api_key_id, client_order_id, attempt,
 		requested_at, symbol, side, type, volume, price, stop_limit_price, sl, tp, time_in_force, expiration,
 		comment, target_order_id, target_position_id, sweep_id)
@@ -134,11 +122,10 @@ func (r *opRequest) statement() (string, []any) {
 		target_order_id = EXCLUDED.target_order_id, target_position_id = EXCLUDED.target_position_id,
 		sweep_id = EXCLUDED.sweep_id
 		WHERE rm.operations.kind IS NULL OR rm.operations.attempt < EXCLUDED.attempt`,
-		[]any{r.op.OperationID, r.op.Login, r.op.Tag, r.kind, r.op.Requester.APIKeyID, r.op.ClientOrderID,
-			r.op.Attempt, r.op.Requester.ReceivedAt, nullText(r.symbol), nullText(r.side), nullText(r.typ),
-			nullDec(r.volume), nullDec(r.price), nullDec(r.stopLimit), nullDec(r.sl), nullDec(r.tp), nullText(r.tif),
-			nullInt64(r.expiration), nullText(r.comment), nullInt64(r.targetOrder), nullInt64(r.targetPosition),
-			nullText(r.sweepID)}
+		[]any{r.OperationID, r.Login, r.Tag, string(r.Kind), r.APIKeyID, r.ClientOrderID, r.Attempt, r.RequestedAt,
+			nullText(r.Symbol), nullText(r.Side), nullText(r.Type), nullDec(r.Volume), nullDec(r.Price),
+			nullDec(r.StopLimitPrice), nullDec(r.SL), nullDec(r.TP), nullText(r.TimeInForce), nullInt64(r.Expiration),
+			nullText(r.Comment), nullInt64(r.TargetOrderID), nullInt64(r.TargetPositionID), nullText(r.SweepID)}
 }
 
 // outcomeStatement stores the outcome of the newest attempt seen; a row that does not exist

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"tradesvc/events/trading"
 	"tradesvc/query"
 )
 
@@ -32,8 +33,8 @@ const operationColumns = `operation_id, login, tag, coalesce(kind, ''), coalesce
 	coalesce(msg, ''), coalesce(order_id, 0), coalesce(deal_id, 0), coalesce(position_id, 0), exec_price::text,
 	executed_volume::text, updated_at, version, deal_count, coalesce(out_attempt >= attempt, false)`
 
-func scanOperation(row pgx.Row) (query.Operation, error) {
-	var o query.Operation
+func scanOperation(row pgx.Row) (trading.Operation, error) {
+	var o trading.Operation
 	var vol, price, stopLimit, sl, tp, execPrice, execVol *string
 	if err := row.Scan(&o.OperationID, &o.Login, &o.Tag, &o.Kind, &o.APIKeyID, &o.ClientOrderID, &o.Attempt,
 		&o.RequestedAt, &o.Symbol, &o.Side, &o.Type, &vol, &price, &stopLimit, &sl, &tp, &o.TimeInForce,
@@ -56,37 +57,37 @@ func scanOperation(row pgx.Row) (query.Operation, error) {
 	return o, nil
 }
 
-func (r *TradingReader) operation(ctx context.Context, where string, args ...any) (query.Operation, bool, error) {
+func (r *TradingReader) operation(ctx context.Context, where string, args ...any) (trading.Operation, bool, error) {
 	o, err := scanOperation(r.pool.QueryRow(ctx, `SELECT `+operationColumns+` FROM rm.operations WHERE `+where, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return query.Operation{}, false, nil
+		return trading.Operation{}, false, nil
 	}
 	if err != nil {
-		return query.Operation{}, false, fmt.Errorf("read operation: %w", err)
+		return trading.Operation{}, false, fmt.Errorf("read operation: %w", err)
 	}
 	return o, true, nil
 }
 
 // Operation returns the operation with the given id; ok is false when the read model does
 // not know it (yet). A row an outcome created before its command has Kind "".
-func (r *TradingReader) Operation(ctx context.Context, operationID string) (query.Operation, bool, error) {
+func (r *TradingReader) Operation(ctx context.Context, operationID string) (trading.Operation, bool, error) {
 	return r.operation(ctx, `operation_id = $1`, operationID)
 }
 
 // OperationByClientID returns the operation the key recorded under clientOrderID.
-func (r *TradingReader) OperationByClientID(ctx context.Context, apiKeyID int64, clientOrderID string) (query.Operation, bool, error) {
+func (r *TradingReader) OperationByClientID(ctx context.Context, apiKeyID int64, clientOrderID string) (trading.Operation, bool, error) {
 	return r.operation(ctx, `api_key_id = $1 AND client_order_id = $2 ORDER BY requested_at DESC LIMIT 1`,
 		apiKeyID, clientOrderID)
 }
 
 // SweepLegs returns the close operations of a sweep, ordered by target position.
-func (r *TradingReader) SweepLegs(ctx context.Context, sweepID string) ([]query.Operation, error) {
+func (r *TradingReader) SweepLegs(ctx context.Context, sweepID string) ([]trading.Operation, error) {
 	rows, err := r.pool.Query(ctx, `SELECT `+operationColumns+` FROM rm.operations WHERE sweep_id = $1
 		ORDER BY target_position_id, operation_id`, sweepID)
 	if err != nil {
 		return nil, fmt.Errorf("read sweep legs: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (query.Operation, error) { return scanOperation(row) })
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (trading.Operation, error) { return scanOperation(row) })
 	if err != nil {
 		return nil, fmt.Errorf("read sweep legs: %w", err)
 	}
@@ -102,8 +103,8 @@ const orderSelect = `SELECT r.order_id, r.login, r.symbol, r.type, r.state, r.vo
 	coalesce(o.operation_id, '')
 	FROM rm.orders r LEFT JOIN rm.operations o ON o.login = r.login AND o.tag = r.tag AND o.kind IS NOT NULL `
 
-func scanOrder(row pgx.Row) (query.Order, error) {
-	var o query.Order
+func scanOrder(row pgx.Row) (trading.Order, error) {
+	var o trading.Order
 	var vi, vc, price, stopLimit, sl, tp string
 	if err := row.Scan(&o.OrderID, &o.Login, &o.Symbol, &o.Type, &o.State, &vi, &vc, &price, &stopLimit, &sl, &tp,
 		&o.TypeTime, &o.Expiration, &o.Comment, &o.Tag, &o.PositionID, &o.TimeSetup, &o.TimeDone, &o.UpdateTime,
@@ -117,12 +118,12 @@ func scanOrder(row pgx.Row) (query.Order, error) {
 	return o, nil
 }
 
-func (r *TradingReader) orders(ctx context.Context, what, where string, args ...any) ([]query.Order, error) {
+func (r *TradingReader) orders(ctx context.Context, what, where string, args ...any) ([]trading.Order, error) {
 	rows, err := r.pool.Query(ctx, orderSelect+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (query.Order, error) { return scanOrder(row) })
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (trading.Order, error) { return scanOrder(row) })
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
@@ -131,27 +132,27 @@ func (r *TradingReader) orders(ctx context.Context, what, where string, args ...
 
 // Order returns order orderID of login, open or done; ok is false when the login has no such
 // order.
-func (r *TradingReader) Order(ctx context.Context, login, orderID int64) (query.Order, bool, error) {
+func (r *TradingReader) Order(ctx context.Context, login, orderID int64) (trading.Order, bool, error) {
 	o, err := scanOrder(r.pool.QueryRow(ctx, orderSelect+`WHERE r.order_id = $1 AND r.login = $2`, orderID, login))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return query.Order{}, false, nil
+		return trading.Order{}, false, nil
 	}
 	if err != nil {
-		return query.Order{}, false, fmt.Errorf("read order %d: %w", orderID, err)
+		return trading.Order{}, false, fmt.Errorf("read order %d: %w", orderID, err)
 	}
 	return o, true, nil
 }
 
 // OpenOrders returns the login's pending orders (of one symbol when symbol is not empty),
 // ordered by order id. A market order passing through the book is not a pending order.
-func (r *TradingReader) OpenOrders(ctx context.Context, login int64, symbol string) ([]query.Order, error) {
+func (r *TradingReader) OpenOrders(ctx context.Context, login int64, symbol string) ([]trading.Order, error) {
 	return r.orders(ctx, "open orders", `WHERE r.login = $1 AND r.open AND r.type NOT IN (0, 1)
 		AND ($2 = '' OR r.symbol = $2) ORDER BY r.order_id`, login, symbol)
 }
 
 // Orders returns the login's orders, open and done, of window w: setup time in [From, To],
 // oldest first by setup time (then id).
-func (r *TradingReader) Orders(ctx context.Context, login int64, w query.OrdersWindow) ([]query.Order, error) {
+func (r *TradingReader) Orders(ctx context.Context, login int64, w query.OrdersWindow) ([]trading.Order, error) {
 	return r.orders(ctx, "orders", `WHERE r.login = $1 AND r.time_setup BETWEEN $2 AND $3
 		AND ($4 = '' OR r.symbol = $4) AND r.order_id >= $5
 		ORDER BY r.time_setup, r.order_id LIMIT $6`, login, w.From, w.To, w.Symbol, w.FromOrderID, max(w.Limit, 0))
@@ -160,8 +161,8 @@ func (r *TradingReader) Orders(ctx context.Context, login int64, w query.OrdersW
 const positionSelect = `SELECT position_id, login, symbol, direction, volume::text, price_open::text, sl::text,
 	tp::text, profit::text, swap::text, comment, time_open, update_time, open FROM rm.positions `
 
-func scanPosition(row pgx.Row) (query.Position, error) {
-	var p query.Position
+func scanPosition(row pgx.Row) (trading.Position, error) {
+	var p trading.Position
 	var vol, open, sl, tp, profit, swap string
 	if err := row.Scan(&p.PositionID, &p.Login, &p.Symbol, &p.Direction, &vol, &open, &sl, &tp, &profit, &swap,
 		&p.Comment, &p.TimeOpen, &p.UpdateTime, &p.Open); err != nil {
@@ -176,26 +177,26 @@ func scanPosition(row pgx.Row) (query.Position, error) {
 
 // Position returns position positionID of login, open or closed; ok is false when the login
 // has no such position.
-func (r *TradingReader) Position(ctx context.Context, login, positionID int64) (query.Position, bool, error) {
+func (r *TradingReader) Position(ctx context.Context, login, positionID int64) (trading.Position, bool, error) {
 	p, err := scanPosition(r.pool.QueryRow(ctx, positionSelect+`WHERE position_id = $1 AND login = $2`, positionID, login))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return query.Position{}, false, nil
+		return trading.Position{}, false, nil
 	}
 	if err != nil {
-		return query.Position{}, false, fmt.Errorf("read position %d: %w", positionID, err)
+		return trading.Position{}, false, fmt.Errorf("read position %d: %w", positionID, err)
 	}
 	return p, true, nil
 }
 
 // OpenPositions returns the login's open positions (of one symbol when symbol is not
 // empty), ordered by position id.
-func (r *TradingReader) OpenPositions(ctx context.Context, login int64, symbol string) ([]query.Position, error) {
+func (r *TradingReader) OpenPositions(ctx context.Context, login int64, symbol string) ([]trading.Position, error) {
 	rows, err := r.pool.Query(ctx, positionSelect+`WHERE login = $1 AND open AND ($2 = '' OR symbol = $2)
 		ORDER BY position_id`, login, symbol)
 	if err != nil {
 		return nil, fmt.Errorf("read open positions: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (query.Position, error) { return scanPosition(row) })
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (trading.Position, error) { return scanPosition(row) })
 	if err != nil {
 		return nil, fmt.Errorf("read open positions: %w", err)
 	}

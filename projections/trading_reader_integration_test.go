@@ -7,12 +7,13 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/kafka/batch"
 	"tradesvc/infra/testenv"
 	"tradesvc/query"
 )
 
-func orderIDs(os []query.Order) string {
+func orderIDs(os []trading.Order) string {
 	out := []int64{}
 	for _, o := range os {
 		out = append(out, o.OrderID)
@@ -120,7 +121,7 @@ func TestTradingReaderWindowsAndOrdering(t *testing.T) {
 	}
 	legs, err := r.SweepLegs(ctx, "sweep-1")
 	if err != nil || len(legs) != 2 || legs[0].TargetPositionID != 100 || legs[1].OperationID != "leg-b" ||
-		legs[0].Kind != query.KindClosePosition || legs[0].Volume != nil {
+		legs[0].Kind != trading.KindClosePosition || legs[0].Volume != nil {
 		t.Fatalf("sweep legs %+v %v", legs, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"tradesvc/events/trading"
 )
 
 // Limits of GET /v1/allOrders and GET /v1/userTrades.
@@ -15,7 +16,7 @@ const (
 // OrderHistoryReader lists a login's orders, open and done, within a window.
 type OrderHistoryReader interface {
 	// Orders returns the orders of window w, oldest first by setup time.
-	Orders(ctx context.Context, login int64, w OrdersWindow) ([]Order, error)
+	Orders(ctx context.Context, login int64, w OrdersWindow) ([]trading.Order, error)
 }
 
 // AllOrdersQuery asks for the orders of Login. StartTime and EndTime are nil when not sent;

@@ -5,14 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"tradesvc/events"
+	"tradesvc/events/trading"
 )
 
 // SymbolReader lists and finds symbol specifications (reference-data projection).
 type SymbolReader interface {
 	// Symbols returns every instrument on the trade server.
-	Symbols(ctx context.Context) ([]SymbolSpec, error)
+	Symbols(ctx context.Context) ([]trading.SymbolSpec, error)
 	// Symbol finds one by exact name.
-	Symbol(ctx context.Context, name string) (SymbolSpec, bool, error)
+	Symbol(ctx context.Context, name string) (trading.SymbolSpec, bool, error)
 }
 
 // ServerInfo tells facts about the trade server itself.
@@ -47,7 +49,7 @@ func NewExchangeInfoHandler(symbols SymbolReader, server ServerInfo) (ExchangeIn
 // Handle builds the resource. Symbols are sorted by name when all are listed, and in the
 // requested order (duplicates dropped) otherwise.
 func (h ExchangeInfoHandler) Handle(ctx context.Context, q ExchangeInfoQuery) (ExchangeInfo, error) {
-	var specs []SymbolSpec
+	var specs []trading.SymbolSpec
 	if q.Symbols == nil {
 		all, err := h.symbols.Symbols(ctx)
 		if err != nil {
@@ -85,15 +87,13 @@ func (h ExchangeInfoHandler) Handle(ctx context.Context, q ExchangeInfoQuery) (E
 }
 
 // toSymbolInfo renders a specification; every weekday key is present, empty days as [].
-func toSymbolInfo(s SymbolSpec) SymbolInfo {
-	days := Weekdays()
-	sessions := make(map[Weekday][]Session, len(days))
-	for _, d := range days {
-		ss := s.Sessions[d]
+func toSymbolInfo(s trading.SymbolSpec) SymbolInfo {
+	sessions := make(map[string][]events.Session, len(s.Sessions))
+	for d, ss := range s.Sessions {
 		if ss == nil {
-			ss = []Session{}
+			ss = []events.Session{}
 		}
-		sessions[d] = ss
+		sessions[trading.Weekday(d).String()] = ss
 	}
 	return SymbolInfo{
 		Symbol: s.Symbol, Description: s.Description, Digits: s.Digits,

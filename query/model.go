@@ -1,69 +1,11 @@
 // Package query holds the read side of the REST API: one file per query handler, each
 // declaring the narrow read-model interface it needs. Read models (rows with apd.Decimal
-// fields) are defined here; handlers turn them into wire shapes (dto.go) with decimals as
+// fields) are defined here or, when the command side shares them, in the domain package
+// (events/trading); handlers turn them into wire shapes (dto.go) with decimals as
 // strings at the right precision. Handlers never read the command side or the trade server.
 package query
 
 import "github.com/cockroachdb/apd/v3"
-
-// Enumerations as the wire shows them. New values may appear; unmapped platform values are
-// "UNKNOWN_<n>".
-type (
-	// TradeMode is DISABLED, LONG_ONLY, SHORT_ONLY, CLOSE_ONLY or FULL.
-	TradeMode string
-	// ExecutionMode is REQUEST, INSTANT, MARKET or EXCHANGE.
-	ExecutionMode string
-	// FillMode is FOK, IOC or BOC (never RETURN).
-	FillMode string
-	// ExpirationMode is GTC, DAY, GTD or GTD_DAY.
-	ExpirationMode string
-	// OrderMode is MARKET, LIMIT, STOP, STOP_LIMIT, SL, TP or CLOSE_BY.
-	OrderMode string
-	// SwapMode is DISABLED, BY_POINTS, ... (the spec's swap-mode enumeration).
-	SwapMode string
-	// Weekday is SUNDAY to SATURDAY; Swap3Days may also be DISABLED.
-	Weekday string
-)
-
-// Weekdays in the order the wire lists sessions (a new slice on every call).
-func Weekdays() []Weekday {
-	return []Weekday{"SUNDAY", "MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY"}
-}
-
-// Session is one trading session of a day, HH:MM in the server zone.
-type Session struct {
-	Open  string `json:"open"`
-	Close string `json:"close"`
-}
-
-// SymbolSpec is the symbol specification read model (one row per instrument on the trade server).
-type SymbolSpec struct {
-	Symbol          string
-	Description     string
-	Digits          int32
-	TickSize        apd.Decimal
-	TickValue       apd.Decimal
-	ContractSize    apd.Decimal
-	VolumeMin       apd.Decimal
-	VolumeMax       apd.Decimal
-	VolumeStep      apd.Decimal
-	StopsLevel      int32
-	FreezeLevel     int32
-	TradeMode       TradeMode
-	ExecutionMode   ExecutionMode
-	FillModes       []FillMode
-	ExpirationModes []ExpirationMode
-	OrderModes      []OrderMode
-	CurrencyBase    string
-	CurrencyProfit  string
-	CurrencyMargin  string
-	SwapMode        SwapMode
-	SwapLong        apd.Decimal
-	SwapShort       apd.Decimal
-	Swap3Days       Weekday
-	// Sessions holds the sessions of each weekday; a missing or empty entry means no session.
-	Sessions map[Weekday][]Session
-}
 
 // Quote is the latest (or a buffered) tick of a symbol from the in-memory market projection.
 type Quote struct {

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"tradesvc/events/trading"
 )
 
 // OpenOrderReader lists a login's pending orders.
 type OpenOrderReader interface {
 	// OpenOrders returns the login's pending orders (of one symbol when symbol is not empty),
 	// ordered by order id.
-	OpenOrders(ctx context.Context, login int64, symbol string) ([]Order, error)
+	OpenOrders(ctx context.Context, login int64, symbol string) ([]trading.Order, error)
 }
 
 // OpenOrdersQuery asks for the pending orders of Login, of Symbol when it is set. APIKeyID
@@ -50,7 +51,7 @@ func (h OpenOrdersHandler) Handle(ctx context.Context, q OpenOrdersQuery) ([]Ord
 }
 
 // orderRecords renders orders with their symbols' digits (looked up once per symbol).
-func orderRecords(ctx context.Context, symbols SymbolLookup, orders []Order, apiKeyID int64) ([]OrderRecord, error) {
+func orderRecords(ctx context.Context, symbols SymbolLookup, orders []trading.Order, apiKeyID int64) ([]OrderRecord, error) {
 	out := make([]OrderRecord, 0, len(orders))
 	digits := map[string]symbolDigits{}
 	for _, o := range orders {

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"tradesvc/events/trading"
 )
 
 // OperationReader reads one operation of rm.operations; ok is false when the read model
 // does not know it (yet).
 type OperationReader interface {
-	Operation(ctx context.Context, operationID string) (Operation, bool, error)
+	Operation(ctx context.Context, operationID string) (trading.Operation, bool, error)
 }
 
 // OperationWatcher wakes a waiter whenever the change feed reports a change of an
@@ -40,7 +41,7 @@ func NewOperationAwaiter(ops OperationReader, watcher OperationWatcher) (Operati
 // answered (Answered). It returns the operation as last read and whether the read model knew
 // that attempt at all. It reads the read model at the start, on every wake-up and once more
 // when the time is up (the status reached meanwhile is the answer then).
-func (a OperationAwaiter) Await(ctx context.Context, operationID, queued string, attempt int, timeout time.Duration) (Operation, bool, error) {
+func (a OperationAwaiter) Await(ctx context.Context, operationID string, attempt int, timeout time.Duration) (trading.Operation, bool, error) {
 	wake, stop := a.watcher.WatchOperation(operationID) // before the first read: no change is missed
 	defer stop()
 	timer := time.NewTimer(timeout)
@@ -51,7 +52,7 @@ func (a OperationAwaiter) Await(ctx context.Context, operationID, queued string,
 			return op, ok, fmt.Errorf("read operation %s: %w", operationID, err)
 		}
 		ok = ok && op.Attempt >= attempt // an older attempt's answer is not this one's
-		if ok && Answered(op, queued) || last {
+		if ok && op.Answered() || last {
 			return op, ok, nil
 		}
 		select {

@@ -7,17 +7,18 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 )
 
 // OrderLookup reads what GET /v1/order needs from the trading read models.
 type OrderLookup interface {
-	// Order returns order orderID of login, open or done, with the client order id of the
+	// trading.Order returns order orderID of login, open or done, with the client order id of the
 	// operation whose tag it carries.
-	Order(ctx context.Context, login, orderID int64) (Order, bool, error)
-	// Operation returns an operation by id.
-	Operation(ctx context.Context, operationID string) (Operation, bool, error)
+	Order(ctx context.Context, login, orderID int64) (trading.Order, bool, error)
+	// trading.Operation returns an operation by id.
+	Operation(ctx context.Context, operationID string) (trading.Operation, bool, error)
 	// OperationByClientID returns the operation a key recorded under a client order id.
-	OperationByClientID(ctx context.Context, apiKeyID int64, clientOrderID string) (Operation, bool, error)
+	OperationByClientID(ctx context.Context, apiKeyID int64, clientOrderID string) (trading.Operation, bool, error)
 }
 
 // OrderQuery asks for one order of Login by OrderID or, when OrderID is nil, by the caller's
@@ -44,7 +45,7 @@ func NewOrderHandler(orders OrderLookup, symbols SymbolLookup) (OrderHandler, er
 }
 
 func errNoSuchOrder() error {
-	return events.Reject(events.CodeNoSuchOrder, "Order does not exist.")
+	return events.Reject(events.CodeNoSuchOrder, "trading.Order does not exist.")
 }
 
 // Handle returns the order. By orderId it is the trade server's order (-2013 when the login
@@ -105,10 +106,10 @@ func (h OrderHandler) byClientID(ctx context.Context, q OrderQuery) (OrderRecord
 	if err != nil {
 		return OrderRecord{}, fmt.Errorf("read operation %q: %w", q.OrigClientOrderID, err)
 	}
-	if !ok || op.Login != q.Login || (op.Kind != KindPlaceOrder && op.Kind != KindClosePosition) {
+	if !ok || op.Login != q.Login || !op.Kind.CreatesOrder() {
 		return OrderRecord{}, errNoSuchOrder()
 	}
-	var row *Order
+	var row *trading.Order
 	if op.OrderID != 0 {
 		o, ok, err := h.orders.Order(ctx, q.Login, op.OrderID)
 		if err != nil {
@@ -127,18 +128,18 @@ func (h OrderHandler) byClientID(ctx context.Context, q OrderQuery) (OrderRecord
 
 // operationOrder renders an operation as an order: the request, and once the trade server
 // has the order, its figures; the status is always the operation's.
-func operationOrder(op Operation, row *Order, sd symbolDigits) OrderRecord {
-	pending := op.Kind == KindPlaceOrder && op.Type != "MARKET"
+func operationOrder(op trading.Operation, row *trading.Order, sd symbolDigits) OrderRecord {
+	pending := op.Kind.Rests(op.Type)
 	r := OrderRecord{Login: op.Login, OrderID: op.OrderID, ClientOrderID: op.ClientOrderID, Symbol: op.Symbol,
-		Side: op.Side, Type: op.Type, Status: op.Status, StopLimitPrice: sd.stopPtr(op.StopLimitPrice),
+		Side: op.Side, Type: op.Type, Status: string(op.Status), StopLimitPrice: sd.stopPtr(op.StopLimitPrice),
 		SL: sd.stopPtr(op.SL), TP: sd.stopPtr(op.TP), Comment: op.Comment + op.Tag, Time: op.RequestedAt,
 		UpdateTime: op.UpdatedAt, DealID: op.DealID, PositionID: op.PositionID, Code: op.Code,
 		MT5RetCode: op.Retcode}
 	if op.Code != 0 {
 		r.Msg = op.Msg // a message explains a refusal; a success needs none
 	}
-	if r.Type == "" && op.Kind == KindClosePosition {
-		r.Type = "MARKET"
+	if r.Type == "" && op.Kind.CreatesOrder() {
+		r.Type = trading.TypeMarket // a close names no type: it is a market order
 	}
 	if op.Volume != nil {
 		r.Volume = plain(*op.Volume)
@@ -173,7 +174,7 @@ func operationOrder(op Operation, row *Order, sd symbolDigits) OrderRecord {
 		}
 		r.StopLimitPrice, r.SL, r.TP = sd.stop(row.StopLimitPrice), sd.stop(row.SL), sd.stop(row.TP)
 		if pending {
-			r.TimeInForce, r.Expiration = TimeInForceName(row.TypeTime), row.Expiration
+			r.TimeInForce, r.Expiration = row.TypeTime.String(), row.Expiration
 		}
 		r.Comment, r.Time, r.UpdateTime = row.Comment, row.TimeSetup, max(row.UpdateTime, op.UpdatedAt)
 		if r.PositionID == 0 {
@@ -185,7 +186,7 @@ func operationOrder(op Operation, row *Order, sd symbolDigits) OrderRecord {
 	}
 	if r.Code != 0 && r.Msg == "" {
 		r.Msg = "The operation was rejected."
-		if op.Status == events.StatusInDoubt {
+		if op.Status == trading.StatusInDoubt {
 			r.Msg = "The execution status is unknown; retry only with the same newClientOrderId."
 		}
 	}

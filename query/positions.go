@@ -8,13 +8,14 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 )
 
 // PositionLister lists a login's open positions (rm.positions).
 type PositionLister interface {
 	// OpenPositions returns the login's open positions (of one symbol when symbol is not
 	// empty), ordered by position id.
-	OpenPositions(ctx context.Context, login int64, symbol string) ([]Position, error)
+	OpenPositions(ctx context.Context, login int64, symbol string) ([]trading.Position, error)
 }
 
 // PositionsQuery asks for the open positions of Login, of Symbol when it is set.
@@ -72,7 +73,7 @@ func (h PositionsHandler) Handle(ctx context.Context, q PositionsQuery) ([]Posit
 			return nil, fmt.Errorf("look up symbol %q: %w", p.Symbol, err)
 		}
 		sd := symbolDigits{digits: spec.Digits, known: ok}
-		r := PositionRecord{PositionID: p.PositionID, Login: p.Login, Symbol: p.Symbol, Side: DirectionName(p.Direction),
+		r := PositionRecord{PositionID: p.PositionID, Login: p.Login, Symbol: p.Symbol, Side: p.Direction.String(),
 			Volume: plain(p.Volume), OpenPrice: sd.price(p.PriceOpen), SL: sd.stop(p.SL), TP: sd.stop(p.TP),
 			Profit: money(p.Profit), Swap: money(p.Swap), Comment: p.Comment, OpenTime: p.TimeOpen,
 			UpdateTime: p.UpdateTime}
@@ -93,7 +94,7 @@ func (h PositionsHandler) Handle(ctx context.Context, q PositionsQuery) ([]Posit
 
 // floatingProfit is (close - open) * volume * contract size (negated for a sell) in the
 // profit currency, converted to the deposit currency and rounded to cents.
-func (h PositionsHandler) floatingProfit(p Position, spec SymbolSpec, cur apd.Decimal, currency string) (apd.Decimal, bool) {
+func (h PositionsHandler) floatingProfit(p trading.Position, spec trading.SymbolSpec, cur apd.Decimal, currency string) (apd.Decimal, bool) {
 	if currency == "" {
 		return apd.Decimal{}, false
 	}

@@ -173,7 +173,7 @@ func TestMarginLevelZeroWithoutPositions(t *testing.T) {
 func TestExchangeInfoDedupesAndDefaultsEmptyLists(t *testing.T) {
 	m := gwtest.NewMarket()
 	s := gwtest.EURUSD()
-	s.FillModes, s.Sessions = nil, nil
+	s.FillModes, s.Sessions = nil, [7][]events.Session{}
 	m.AddSymbol(s)
 	h, _ := query.NewExchangeInfoHandler(m, m)
 	info, err := h.Handle(bg, query.ExchangeInfoQuery{Symbols: []string{"EURUSD", "EURUSD"}, Now: 7})
@@ -193,32 +193,5 @@ func TestTicksLimitValidation(t *testing.T) {
 	ticks, err := h.Handle(bg, query.TicksQuery{Symbol: "EURUSD"})
 	if err != nil || ticks == nil || len(ticks) != 0 {
 		t.Fatal(ticks, err)
-	}
-}
-
-// TestAnswered pins when a wait is over: a status other than the queued one, or a code; a
-// market fill or a close only once its deals confirm it.
-func TestAnswered(t *testing.T) {
-	for _, c := range []struct {
-		op   query.Operation
-		want bool
-	}{
-		{query.Operation{Kind: query.KindPlaceOrder, Type: "BUY_LIMIT", Status: "NEW"}, false},
-		{query.Operation{Kind: query.KindPlaceOrder, Type: "BUY_LIMIT", Status: "NEW", Retcode: 10008}, true},
-		{query.Operation{Kind: query.KindPlaceOrder, Type: "MARKET", Status: "FILLED", Retcode: 10009}, false},
-		{query.Operation{Kind: query.KindPlaceOrder, Type: "MARKET", Status: "FILLED", Retcode: 10009, Deals: 1, Decided: true}, true},
-		{query.Operation{Kind: query.KindPlaceOrder, Type: "MARKET", Status: "FILLED", Deals: 1}, false},
-		{query.Operation{Kind: query.KindClosePosition, Type: "MARKET", Status: "FILLED"}, false},
-		{query.Operation{Kind: query.KindPlaceOrder, Type: "MARKET", Status: "REJECTED", Code: -4010, Retcode: 10018}, true},
-		{query.Operation{Kind: query.KindModifyPosition, Status: "FILLED", Retcode: 10009}, true},
-		{query.Operation{Kind: query.KindCancelOrder, Status: "ACCEPTED"}, false},
-	} {
-		queued := "ACCEPTED"
-		if c.op.Kind == query.KindPlaceOrder && c.op.Type != "MARKET" {
-			queued = "NEW"
-		}
-		if got := query.Answered(c.op, queued); got != c.want {
-			t.Errorf("Answered(%+v) = %v, want %v", c.op, got, c.want)
-		}
 	}
 }

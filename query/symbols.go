@@ -5,25 +5,26 @@ import (
 	"fmt"
 
 	"tradesvc/events"
+	"tradesvc/events/trading"
 )
 
 // SymbolLookup finds one symbol specification by its exact, case-sensitive name. It is on
 // the hot path of every market-data read, so implementations serve it from memory.
 type SymbolLookup interface {
-	Symbol(ctx context.Context, name string) (SymbolSpec, bool, error)
+	Symbol(ctx context.Context, name string) (trading.SymbolSpec, bool, error)
 }
 
 // errInvalidSymbol is the rejection for a nonexistent symbol or one differing in case.
 func errInvalidSymbol() error { return events.Reject(events.CodeInvalidSymbol, "Invalid symbol.") }
 
 // lookupSymbol resolves name or answers -1121.
-func lookupSymbol(ctx context.Context, r SymbolLookup, name string) (SymbolSpec, error) {
+func lookupSymbol(ctx context.Context, r SymbolLookup, name string) (trading.SymbolSpec, error) {
 	spec, ok, err := r.Symbol(ctx, name)
 	if err != nil {
-		return SymbolSpec{}, fmt.Errorf("look up symbol %q: %w", name, err)
+		return trading.SymbolSpec{}, fmt.Errorf("look up symbol %q: %w", name, err)
 	}
 	if !ok || spec.Symbol != name {
-		return SymbolSpec{}, errInvalidSymbol()
+		return trading.SymbolSpec{}, errInvalidSymbol()
 	}
 	return spec, nil
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 )
 
 // Wire shapes of the trading reads. Fields whose value is unknown or inapplicable are
@@ -105,14 +106,14 @@ func (s symbolDigits) stopPtr(d *apd.Decimal) string {
 }
 
 // orderRecord renders an order of the read model; ClientOrderID only for the key that owns it.
-func orderRecord(o Order, apiKeyID int64, sd symbolDigits) OrderRecord {
-	r := OrderRecord{Login: o.Login, OrderID: o.OrderID, Symbol: o.Symbol, Side: OrderSide(o.Type),
-		Type: OrderRecordType(o.Type), Status: StatusOfState(o.State), Volume: plain(o.VolumeInitial),
+func orderRecord(o trading.Order, apiKeyID int64, sd symbolDigits) OrderRecord {
+	r := OrderRecord{Login: o.Login, OrderID: o.OrderID, Symbol: o.Symbol, Side: o.Type.Side().String(),
+		Type: o.Type.RecordName(), Status: string(o.Status()), Volume: plain(o.VolumeInitial),
 		RemainingVolume: plain(o.VolumeCurrent), Price: sd.price(o.Price), StopLimitPrice: sd.stop(o.StopLimitPrice),
 		SL: sd.stop(o.SL), TP: sd.stop(o.TP), Expiration: o.Expiration, Comment: o.Comment, Time: o.TimeSetup,
 		UpdateTime: o.UpdateTime}
-	if !IsMarketType(o.Type) {
-		r.TimeInForce = TimeInForceName(o.TypeTime)
+	if !o.Type.IsMarket() {
+		r.TimeInForce = o.TypeTime.String()
 	}
 	if o.APIKeyID != 0 && o.APIKeyID == apiKeyID {
 		r.ClientOrderID = o.ClientOrderID
@@ -121,7 +122,7 @@ func orderRecord(o Order, apiKeyID int64, sd symbolDigits) OrderRecord {
 }
 
 // volumePlaces is the precision of a symbol's volume step (0.01 → 2), or -1 when unknown.
-func volumePlaces(spec SymbolSpec, ok bool) int32 {
+func volumePlaces(spec trading.SymbolSpec, ok bool) int32 {
 	if !ok || spec.VolumeStep.Form != apd.Finite || spec.VolumeStep.IsZero() {
 		return -1
 	}

@@ -12,6 +12,7 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/gateway/gwtest"
 	"tradesvc/query"
 )
@@ -20,20 +21,20 @@ import (
 // it was asked for.
 type fakeTrading struct {
 	mu        sync.Mutex
-	ops       map[string]query.Operation
-	orders    map[int64]query.Order
-	positions []query.Position
-	deals     []query.Deal
+	ops       map[string]trading.Operation
+	orders    map[int64]trading.Order
+	positions []trading.Position
+	deals     []trading.Deal
 	ordersW   query.OrdersWindow
 	tradesW   query.TradesWindow
-	reads     chan string // when set, each Operation read sends its id
+	reads     chan string // when set, each trading.Operation read sends its id
 }
 
 func newFakeTrading() *fakeTrading {
-	return &fakeTrading{ops: map[string]query.Operation{}, orders: map[int64]query.Order{}}
+	return &fakeTrading{ops: map[string]trading.Operation{}, orders: map[int64]trading.Order{}}
 }
 
-func (f *fakeTrading) Operation(_ context.Context, id string) (query.Operation, bool, error) {
+func (f *fakeTrading) Operation(_ context.Context, id string) (trading.Operation, bool, error) {
 	f.mu.Lock()
 	op, ok := f.ops[id]
 	reads := f.reads
@@ -44,7 +45,7 @@ func (f *fakeTrading) Operation(_ context.Context, id string) (query.Operation, 
 	return op, ok, nil
 }
 
-func (f *fakeTrading) OperationByClientID(_ context.Context, key int64, coid string) (query.Operation, bool, error) {
+func (f *fakeTrading) OperationByClientID(_ context.Context, key int64, coid string) (trading.Operation, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, op := range f.ops {
@@ -52,16 +53,16 @@ func (f *fakeTrading) OperationByClientID(_ context.Context, key int64, coid str
 			return op, true, nil
 		}
 	}
-	return query.Operation{}, false, nil
+	return trading.Operation{}, false, nil
 }
 
-func (f *fakeTrading) Order(_ context.Context, login, id int64) (query.Order, bool, error) {
+func (f *fakeTrading) Order(_ context.Context, login, id int64) (trading.Order, bool, error) {
 	o, ok := f.orders[id]
 	return o, ok && o.Login == login, nil
 }
 
-func (f *fakeTrading) OpenOrders(_ context.Context, login int64, symbol string) ([]query.Order, error) {
-	var out []query.Order
+func (f *fakeTrading) OpenOrders(_ context.Context, login int64, symbol string) ([]trading.Order, error) {
+	var out []trading.Order
 	for _, o := range f.orders {
 		if o.Login == login && o.Open && (symbol == "" || o.Symbol == symbol) {
 			out = append(out, o)
@@ -70,16 +71,16 @@ func (f *fakeTrading) OpenOrders(_ context.Context, login int64, symbol string) 
 	return out, nil
 }
 
-func (f *fakeTrading) Orders(_ context.Context, login int64, w query.OrdersWindow) ([]query.Order, error) {
+func (f *fakeTrading) Orders(_ context.Context, login int64, w query.OrdersWindow) ([]trading.Order, error) {
 	f.ordersW = w
 	return nil, nil
 }
 
-func (f *fakeTrading) OpenPositions(context.Context, int64, string) ([]query.Position, error) {
+func (f *fakeTrading) OpenPositions(context.Context, int64, string) ([]trading.Position, error) {
 	return f.positions, nil
 }
 
-func (f *fakeTrading) UserTrades(_ context.Context, _ int64, w query.TradesWindow) ([]query.Deal, error) {
+func (f *fakeTrading) UserTrades(_ context.Context, _ int64, w query.TradesWindow) ([]trading.Deal, error) {
 	f.tradesW = w
 	return f.deals, nil
 }
@@ -107,15 +108,15 @@ func tradingMarket() *gwtest.Market {
 
 func TestOrderByClientIDAnswersTheOperationsDerivedState(t *testing.T) {
 	f := newFakeTrading()
-	f.ops["op-rej"] = query.Operation{OperationID: "op-rej", Login: 1001, Tag: "#Aaaaaa", Kind: query.KindPlaceOrder,
+	f.ops["op-rej"] = trading.Operation{OperationID: "op-rej", Login: 1001, Tag: "#Aaaaaa", Kind: trading.KindPlaceOrder,
 		APIKeyID: 5, ClientOrderID: "never-queued", RequestedAt: 1000, Symbol: "EURUSD", Side: "BUY", Type: "MARKET",
 		Volume: dptr("0.10"), Comment: "x", Status: "REJECTED", Code: -1000, UpdatedAt: 61000}
-	f.ops["op-pend"] = query.Operation{OperationID: "op-pend", Login: 1001, Tag: "#Bbbbbb", Kind: query.KindPlaceOrder,
+	f.ops["op-pend"] = trading.Operation{OperationID: "op-pend", Login: 1001, Tag: "#Bbbbbb", Kind: trading.KindPlaceOrder,
 		APIKeyID: 5, ClientOrderID: "resting", RequestedAt: 1000, Symbol: "EURUSD", Side: "BUY", Type: "BUY_LIMIT",
 		Volume: dptr("1"), Price: dptr("1.05"), TimeInForce: "GTC", Status: "NEW", Retcode: 10008, OrderID: 77, UpdatedAt: 2000}
-	f.ops["op-mod"] = query.Operation{OperationID: "op-mod", Login: 1001, Kind: query.KindModifyOrder, APIKeyID: 5,
+	f.ops["op-mod"] = trading.Operation{OperationID: "op-mod", Login: 1001, Kind: trading.KindModifyOrder, APIKeyID: 5,
 		ClientOrderID: "a-modify", Status: "NEW"}
-	f.orders[77] = query.Order{OrderID: 77, Login: 1001, Symbol: "EURUSD", Type: 2, State: 1, VolumeInitial: dec.MustParse("1"),
+	f.orders[77] = trading.Order{OrderID: 77, Login: 1001, Symbol: "EURUSD", Type: 2, State: 1, VolumeInitial: dec.MustParse("1"),
 		VolumeCurrent: dec.MustParse("1"), Price: dec.MustParse("1.05"), SL: dec.MustParse("1.04"), Comment: "#Bbbbbb",
 		TimeSetup: 1000, UpdateTime: 1500, Open: true, ClientOrderID: "resting", APIKeyID: 5, OperationID: "op-pend"}
 	h, err := query.NewOrderHandler(f, tradingMarket())
@@ -167,9 +168,9 @@ func TestOrderByClientIDAnswersTheOperationsDerivedState(t *testing.T) {
 
 func TestOrderByIDShowsTheClientOrderIDOnlyToItsKey(t *testing.T) {
 	f := newFakeTrading()
-	f.ops["op"] = query.Operation{OperationID: "op", Login: 1001, Kind: query.KindPlaceOrder, APIKeyID: 5,
+	f.ops["op"] = trading.Operation{OperationID: "op", Login: 1001, Kind: trading.KindPlaceOrder, APIKeyID: 5,
 		ClientOrderID: "mine", Status: "FILLED", OrderID: 80, DealID: 81}
-	f.orders[80] = query.Order{OrderID: 80, Login: 1001, Symbol: "XAUUSD", Type: 1, State: 4, VolumeInitial: dec.MustParse("0.5"),
+	f.orders[80] = trading.Order{OrderID: 80, Login: 1001, Symbol: "XAUUSD", Type: 1, State: 4, VolumeInitial: dec.MustParse("0.5"),
 		VolumeCurrent: dec.MustParse("0"), Price: dec.MustParse("2350.1"), TimeSetup: 1000, TimeDone: 1000, UpdateTime: 1000,
 		PositionID: 80, ClientOrderID: "mine", APIKeyID: 5, OperationID: "op"}
 	h, _ := query.NewOrderHandler(f, tradingMarket())
@@ -189,7 +190,7 @@ func TestOrderByIDShowsTheClientOrderIDOnlyToItsKey(t *testing.T) {
 
 func TestOpenAndAllOrdersValidateSymbolAndWindow(t *testing.T) {
 	f := newFakeTrading()
-	f.orders[90] = query.Order{OrderID: 90, Login: 1001, Symbol: "EURUSD", Type: 5, State: 1, VolumeInitial: dec.MustParse("0.10"),
+	f.orders[90] = trading.Order{OrderID: 90, Login: 1001, Symbol: "EURUSD", Type: 5, State: 1, VolumeInitial: dec.MustParse("0.10"),
 		VolumeCurrent: dec.MustParse("0.10"), Price: dec.MustParse("1.07"), TypeTime: 2, Expiration: 99000, TimeSetup: 1000,
 		UpdateTime: 1000, Open: true, ClientOrderID: "x", APIKeyID: 9}
 	m := tradingMarket()
@@ -226,7 +227,7 @@ func TestOpenAndAllOrdersValidateSymbolAndWindow(t *testing.T) {
 
 func TestUserTradesFromIDOverridesTheWindow(t *testing.T) {
 	f := newFakeTrading()
-	f.deals = []query.Deal{{DealID: 5, Login: 1001, OrderID: 4, PositionID: 3, Symbol: "EURUSD", Action: 1, Entry: 1,
+	f.deals = []trading.Deal{{DealID: 5, Login: 1001, OrderID: 4, PositionID: 3, Symbol: "EURUSD", Action: 1, Entry: 1,
 		Volume: dec.MustParse("0.10000000"), Price: dec.MustParse("1.08012000"), Profit: dec.MustParse("-12.3456"),
 		Commission: dec.MustParse("-0.7"), Time: 1000}}
 	h, _ := query.NewUserTradesHandler(f, tradingMarket())
@@ -255,7 +256,7 @@ func TestUserTradesFromIDOverridesTheWindow(t *testing.T) {
 func TestPositionsRecomputeFloatingProfitFromTheLatestQuote(t *testing.T) {
 	f := newFakeTrading()
 	z := dec.MustParse("0")
-	f.positions = []query.Position{
+	f.positions = []trading.Position{
 		{PositionID: 1, Login: 1001, Symbol: "EURUSD", Direction: 0, Volume: dec.MustParse("1"), PriceOpen: dec.MustParse("1.08"),
 			Profit: dec.MustParse("3"), Swap: dec.MustParse("-1.5"), SL: dec.MustParse("1.07"), TP: z, TimeOpen: 1000, UpdateTime: 2000},
 		{PositionID: 2, Login: 1001, Symbol: "XAUUSD", Direction: 1, Volume: dec.MustParse("0.5"), PriceOpen: dec.MustParse("2350"),
@@ -311,29 +312,29 @@ func (w watcher) WatchOperation(string) (<-chan struct{}, func()) { return w.ch,
 
 func TestOperationAwaiterReadsAgainOnEveryWakeUp(t *testing.T) {
 	f := newFakeTrading()
-	f.ops["op"] = query.Operation{OperationID: "op", Kind: query.KindPlaceOrder, Type: "MARKET", Status: "ACCEPTED"}
+	f.ops["op"] = trading.Operation{OperationID: "op", Kind: trading.KindPlaceOrder, Type: "MARKET", Status: "ACCEPTED"}
 	w := watcher{ch: make(chan struct{}, 1)}
 	a, err := query.NewOperationAwaiter(f, w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan query.Operation, 1)
+	done := make(chan trading.Operation, 1)
 	go func() {
-		op, _, err := a.Await(context.Background(), "op", "ACCEPTED", 0, time.Minute)
+		op, _, err := a.Await(context.Background(), "op", 0, time.Minute)
 		if err != nil {
 			t.Error(err)
 		}
 		done <- op
 	}()
 	f.mu.Lock()
-	f.ops["op"] = query.Operation{OperationID: "op", Kind: query.KindPlaceOrder, Type: "MARKET", Status: "FILLED", Deals: 1, Decided: true}
+	f.ops["op"] = trading.Operation{OperationID: "op", Kind: trading.KindPlaceOrder, Type: "MARKET", Status: "FILLED", Deals: 1, Decided: true}
 	f.mu.Unlock()
 	w.ch <- struct{}{}
 	if op := <-done; op.Status != "FILLED" {
 		t.Fatalf("answered %+v", op)
 	}
 	// Nothing answers: the last state is returned when the time is up.
-	op, found, err := a.Await(context.Background(), "nope", "ACCEPTED", 0, time.Millisecond)
+	op, found, err := a.Await(context.Background(), "nope", 0, time.Millisecond)
 	if err != nil || found || op.OperationID != "" {
 		t.Fatalf("unknown operation: %+v %v %v", op, found, err)
 	}
@@ -349,12 +350,12 @@ func TestOperationAwaiterReadsTheStatusReachedWhenTheTimeIsUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	type result struct {
-		op    query.Operation
+		op    trading.Operation
 		found bool
 	}
 	done := make(chan result, 1)
 	go func() {
-		op, found, err := a.Await(context.Background(), "late", "ACCEPTED", 1, 200*time.Millisecond)
+		op, found, err := a.Await(context.Background(), "late", 1, 200*time.Millisecond)
 		if err != nil {
 			t.Error(err)
 		}
@@ -362,7 +363,7 @@ func TestOperationAwaiterReadsTheStatusReachedWhenTheTimeIsUp(t *testing.T) {
 	}()
 	<-f.reads // the first read: the command is not projected yet
 	f.mu.Lock()
-	f.ops["late"] = query.Operation{OperationID: "late", Kind: query.KindPlaceOrder, Type: "MARKET", Status: "ACCEPTED", Attempt: 1}
+	f.ops["late"] = trading.Operation{OperationID: "late", Kind: trading.KindPlaceOrder, Type: "MARKET", Status: "ACCEPTED", Attempt: 1}
 	f.mu.Unlock()
 	r := <-done
 	if !r.found || r.op.Status != "ACCEPTED" {

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"tradesvc/events/trading"
 )
 
 // DealHistoryReader reads the deal history (ClickHouse).
 type DealHistoryReader interface {
 	// UserTrades returns the login's closing trading deals of window w, ordered by deal id.
-	UserTrades(ctx context.Context, login int64, w TradesWindow) ([]Deal, error)
+	UserTrades(ctx context.Context, login int64, w TradesWindow) ([]trading.Deal, error)
 }
 
 // UserTradesQuery asks for the deals of Login. StartTime, EndTime and FromID are nil when not
@@ -63,7 +64,7 @@ func (h UserTradesHandler) Handle(ctx context.Context, q UserTradesQuery) ([]Dea
 		return nil, fmt.Errorf("read deals of %d: %w", q.Login, err)
 	}
 	out := make([]DealRecord, 0, len(deals))
-	specs := map[string]*SymbolSpec{}
+	specs := map[string]*trading.SymbolSpec{}
 	for _, d := range deals {
 		spec, seen := specs[d.Symbol]
 		if !seen {
@@ -81,7 +82,7 @@ func (h UserTradesHandler) Handle(ctx context.Context, q UserTradesQuery) ([]Dea
 			sd, vp = symbolDigits{digits: spec.Digits, known: true}, volumePlaces(*spec, true)
 		}
 		out = append(out, DealRecord{Login: d.Login, DealID: d.DealID, OrderID: d.OrderID, PositionID: d.PositionID,
-			Symbol: d.Symbol, Side: DirectionName(d.Action), Entry: EntryName(d.Entry), Volume: volumeAt(d.Volume, vp),
+			Symbol: d.Symbol, Side: d.Action.Side().String(), Entry: d.Entry.String(), Volume: volumeAt(d.Volume, vp),
 			Price: sd.price(d.Price), Profit: money(d.Profit), Commission: money(d.Commission), Swap: money(d.Swap),
 			Comment: d.Comment, Time: d.Time})
 	}

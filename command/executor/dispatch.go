@@ -126,7 +126,7 @@ func (x *Executor) record(ctx context.Context, ds []decision) error {
 		x.log.Debug("operation decided", "operationId", d.op.op.OperationID, "attempt", d.op.op.Attempt,
 			"kind", d.op.kind, "status", d.outcome.Status, "code", d.outcome.Code, "retcode", d.outcome.Retcode)
 		if x.cfg.OnOutcome != nil {
-			x.cfg.OnOutcome(d.op.kind, d.outcome.Status, d.took)
+			x.cfg.OnOutcome(string(d.op.kind), d.outcome.Status, d.took)
 		}
 	}
 	return nil

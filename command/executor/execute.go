@@ -9,7 +9,6 @@ import (
 	"tradesvc/events"
 	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
-	"tradesvc/query"
 )
 
 // execute decides one operation; prior is its cmd.executions row without outcome, if any.
@@ -32,14 +31,14 @@ func (x *Executor) execute(ctx context.Context, o *operation, prior *execution) 
 func (x *Executor) dispatch(ctx context.Context, o *operation) (decision, error) {
 	now := x.cfg.Now()
 	if o.invalid != nil {
-		return decision{outcome: refused(o, events.StatusRejected, events.CodeInternal, msgBadCommand+o.invalid.Error(), now.UnixMilli())}, nil
+		return decision{outcome: refused(o, trading.StatusRejected, events.CodeInternal, msgBadCommand+o.invalid.Error(), now.UnixMilli())}, nil
 	}
 	if now.UnixMilli()-o.requestedAt > x.cfg.DispatchWindow.Milliseconds() {
 		// The gateway has long answered; a client may already have retried, which queues
 		// the operation again as its next attempt. Sending this one late could run it twice.
-		return decision{outcome: refused(o, events.StatusRejected, events.CodeUnavailable, msgNotDispatched, now.UnixMilli())}, nil
+		return decision{outcome: refused(o, trading.StatusRejected, events.CodeUnavailable, msgNotDispatched, now.UnixMilli())}, nil
 	}
-	if o.op.Attempt > 1 && o.byTag() {
+	if o.op.Attempt > 1 && o.kind.ByTag() {
 		// A retry after a refusal without sending: an earlier attempt that reached the
 		// trade server after all must not be repeated.
 		out, ev, err := x.reconcile(ctx, o, now.UnixMilli())
@@ -47,10 +46,10 @@ func (x *Executor) dispatch(ctx context.Context, o *operation) (decision, error)
 		case err != nil && interrupted(ctx, err):
 			return decision{}, fmt.Errorf("%w: %s: %w", errShutdown, o.op.OperationID, err)
 		case errors.Is(err, mt5.ErrDisconnected):
-			return decision{outcome: refused(o, events.StatusRejected, events.CodeNoConnection, msgNoConnection, now.UnixMilli())}, nil
+			return decision{outcome: refused(o, trading.StatusRejected, events.CodeNoConnection, msgNoConnection, now.UnixMilli())}, nil
 		case err != nil:
 			x.log.Warn("cannot tell whether an earlier attempt executed; not sending", "operationId", o.op.OperationID, "err", err)
-			return decision{outcome: refused(o, events.StatusInDoubt, events.CodeStatusUnknown, msgUnknown, now.UnixMilli())}, nil
+			return decision{outcome: refused(o, trading.StatusInDoubt, events.CodeStatusUnknown, msgUnknown, now.UnixMilli())}, nil
 		case ev == executed:
 			return decision{outcome: out}, nil
 		}
@@ -81,7 +80,7 @@ func (x *Executor) dispatch(ctx context.Context, o *operation) (decision, error)
 // executor died in between. Orders and closes are reconciled by tag, never resent; the
 // idempotent modifications and removals are simply sent again.
 func (x *Executor) recover(ctx context.Context, o *operation, sentAt time.Time) (decision, error) {
-	if !o.byTag() {
+	if !o.kind.ByTag() {
 		now := x.cfg.Now()
 		out, err := x.send(ctx, o, true)
 		if err != nil {
@@ -98,7 +97,7 @@ func (x *Executor) recover(ctx context.Context, o *operation, sentAt time.Time) 
 		x.log.Warn("reconcile after a crash failed", "operationId", o.op.OperationID, "err", err)
 	}
 	if ev == noEvidence || err != nil {
-		out = refused(o, events.StatusInDoubt, events.CodeStatusUnknown, msgUnknown, now)
+		out = refused(o, trading.StatusInDoubt, events.CodeStatusUnknown, msgUnknown, now)
 	}
 	return decision{sent: sentEvent(o, sentAt), outcome: out}, nil
 }
@@ -112,7 +111,7 @@ func (x *Executor) send(ctx context.Context, o *operation, resend bool) (*events
 	now := x.cfg.Now().UnixMilli()
 	if err == nil {
 		out := answered(o, res, resend, now)
-		if resend && o.kind == query.KindCancelOrder && res.Retcode == trading.RetOrderChanged {
+		if resend && o.removesOrder() && res.Retcode == trading.RetOrderChanged {
 			return x.cancelResent(ctx, o, res, out)
 		}
 		return out, nil
@@ -124,17 +123,17 @@ func (x *Executor) send(ctx context.Context, o *operation, resend bool) (*events
 	switch {
 	case errors.Is(err, mt5.ErrDisconnected):
 		// Refused before it left: nothing to reconcile.
-		return refused(o, events.StatusRejected, events.CodeNoConnection, msgNoConnection, now), nil
+		return refused(o, trading.StatusRejected, events.CodeNoConnection, msgNoConnection, now), nil
 	case errors.Is(err, mt5.ErrNoAnswer):
 		fallback = unanswered(o, now)
 	case errors.Is(err, mt5.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		// The executor's own send timeout is the trade server not answering in time too.
-		fallback = refused(o, events.StatusInDoubt, events.CodeServerTimeout, msgTimeout, now)
+		fallback = refused(o, trading.StatusInDoubt, events.CodeServerTimeout, msgTimeout, now)
 	default:
-		fallback = refused(o, events.StatusInDoubt, events.CodeStatusUnknown, msgUnknown, now)
+		fallback = refused(o, trading.StatusInDoubt, events.CodeStatusUnknown, msgUnknown, now)
 	}
 	x.log.Warn("no answer from the trade server", "operationId", o.op.OperationID, "kind", o.kind, "err", err)
-	if !o.byTag() {
+	if !o.kind.ByTag() {
 		return fallback, nil
 	}
 	out, ev, rerr := x.reconcile(ctx, o, now)

@@ -28,18 +28,18 @@ func TestExecutorSendsEveryKindAndReportsTheAnswer(t *testing.T) {
 		op := e.op(login)
 		e.appendCmds(marketCmd(op, "EURUSD", "BUY", "0.10"))
 		got := e.outcome(op)
-		checkOutcome(t, got, op, events.StatusFilled, 0, 10009)
+		checkOutcome(t, got, op, trading.StatusFilled, 0, 10009)
 		if got.OrderID == 0 || got.DealID == 0 || got.Position == 0 || got.Unanswered || got.Reconciled {
 			t.Fatalf("fill without tickets or with flags: %+v", got)
 		}
-		riDecEq(t, "fill price", *got.Price, ask)
-		riDecEq(t, "fill volume", *got.Volume, dec.MustParse("0.10"))
+		decEq(t, "fill price", *got.Price, ask)
+		decEq(t, "fill volume", *got.Volume, dec.MustParse("0.10"))
 		ps := e.positions(login)
 		if len(ps) != 1 || ps[0].Ticket != got.Position || ps[0].Comment != "it"+op.Tag {
 			t.Fatalf("positions %+v, want exactly the one of the outcome, commented with the tag", ps)
 		}
 		position = got.Position
-		recs := e.execs.snapshot()
+		recs := e.execs.Snapshot()
 		sents := sentsOf(recs, op)
 		if len(sents) != 1 || sents[0].Login != login || sents[0].Tag != op.Tag || sents[0].SentAt == 0 {
 			t.Fatalf("ExecutionSent %+v, want one for the operation", sents)
@@ -49,7 +49,7 @@ func TestExecutorSendsEveryKindAndReportsTheAnswer(t *testing.T) {
 				t.Errorf("%s keyed %q, want the login", r.Env.Type, r.Key)
 			}
 		}
-		if st := e.waitRow(op); st != events.StatusFilled {
+		if st := e.waitRow(op); st != string(trading.StatusFilled) {
 			t.Errorf("cmd.executions holds %s", st)
 		}
 	})
@@ -59,12 +59,12 @@ func TestExecutorSendsEveryKindAndReportsTheAnswer(t *testing.T) {
 		op := e.op(login)
 		e.appendCmds(limitCmd(op, "EURUSD", "0.10", "1.08000"))
 		got := e.outcome(op)
-		checkOutcome(t, got, op, events.StatusNew, 0, 10008)
+		checkOutcome(t, got, op, trading.StatusNew, 0, 10008)
 		if got.OrderID == 0 || got.DealID != 0 {
 			t.Fatalf("placement %+v", got)
 		}
-		riDecEq(t, "order price", *got.Price, dec.MustParse("1.08000"))
-		riDecEq(t, "order volume", *got.Volume, dec.MustParse("0.10"))
+		decEq(t, "order price", *got.Price, dec.MustParse("1.08000"))
+		decEq(t, "order volume", *got.Volume, dec.MustParse("0.10"))
 		oo := e.openOrders(login)
 		if len(oo) != 1 || oo[0].Ticket != got.OrderID || oo[0].Type != trading.OrderBuyLimit {
 			t.Fatalf("open orders %+v", oo)
@@ -77,7 +77,7 @@ func TestExecutorSendsEveryKindAndReportsTheAnswer(t *testing.T) {
 		e.appendCmds(&events.OrderModifyRequested{Operation: op, OrderID: orderID, Symbol: "EURUSD", Side: "BUY",
 			Type: "BUY_LIMIT", Price: decPtr("1.07900"), SL: decPtr("1.07000"), TimeInForce: "GTC"})
 		got := e.outcome(op)
-		checkOutcome(t, got, op, events.StatusNew, 0, 10009)
+		checkOutcome(t, got, op, trading.StatusNew, 0, 10009)
 		if got.OrderID != orderID {
 			t.Fatalf("modify outcome %+v", got)
 		}
@@ -85,15 +85,15 @@ func TestExecutorSendsEveryKindAndReportsTheAnswer(t *testing.T) {
 		if len(oo) != 1 {
 			t.Fatalf("open orders %+v", oo)
 		}
-		riDecEq(t, "modified price", oo[0].Price, dec.MustParse("1.07900"))
-		riDecEq(t, "modified sl", oo[0].SL, dec.MustParse("1.07000"))
+		decEq(t, "modified price", oo[0].Price, dec.MustParse("1.07900"))
+		decEq(t, "modified sl", oo[0].SL, dec.MustParse("1.07000"))
 	})
 
 	t.Run("pending order is cancelled", func(t *testing.T) {
 		op := e.op(login)
 		e.appendCmds(&events.OrderCancelRequested{Operation: op, OrderID: orderID, Symbol: "EURUSD", Side: "BUY", Type: "BUY_LIMIT"})
 		got := e.outcome(op)
-		checkOutcome(t, got, op, events.StatusCanceled, 0, 10009)
+		checkOutcome(t, got, op, trading.StatusCanceled, 0, 10009)
 		if oo := e.openOrders(login); len(oo) != 0 {
 			t.Fatalf("open orders after the cancel: %+v", oo)
 		}
@@ -103,11 +103,11 @@ func TestExecutorSendsEveryKindAndReportsTheAnswer(t *testing.T) {
 		op := e.op(login)
 		e.appendCmds(&events.PositionCloseRequested{Operation: op, PositionID: position, Symbol: "EURUSD", Side: "SELL"})
 		got := e.outcome(op)
-		checkOutcome(t, got, op, events.StatusFilled, 0, 10009)
+		checkOutcome(t, got, op, trading.StatusFilled, 0, 10009)
 		if got.Position != position || got.DealID == 0 {
 			t.Fatalf("close outcome %+v", got)
 		}
-		riDecEq(t, "closed volume", *got.Volume, dec.MustParse("0.10"))
+		decEq(t, "closed volume", *got.Volume, dec.MustParse("0.10"))
 		if ps := e.positions(login); len(ps) != 0 {
 			t.Fatalf("positions after the close: %+v", ps)
 		}
@@ -120,25 +120,25 @@ func TestExecutorSendsEveryKindAndReportsTheAnswer(t *testing.T) {
 		op := e.op(login)
 		e.appendCmds(&events.PositionCloseRequested{Operation: op, PositionID: pos, Symbol: "EURUSD", Side: "SELL", Volume: decPtr("0.05")})
 		got := e.outcome(op)
-		checkOutcome(t, got, op, events.StatusFilled, 0, 10009)
-		riDecEq(t, "closed volume", *got.Volume, dec.MustParse("0.05"))
+		checkOutcome(t, got, op, trading.StatusFilled, 0, 10009)
+		decEq(t, "closed volume", *got.Volume, dec.MustParse("0.05"))
 		ps := e.positions(login)
 		if len(ps) != 1 || ps[0].Ticket != pos {
 			t.Fatalf("positions %+v", ps)
 		}
-		riDecEq(t, "remaining volume", ps[0].Volume, dec.MustParse("0.15"))
+		decEq(t, "remaining volume", ps[0].Volume, dec.MustParse("0.15"))
 
 		sltp := e.op(login)
 		e.appendCmds(&events.PositionModifyRequested{Operation: sltp, PositionID: pos, Symbol: "EURUSD", Side: "BUY",
 			SL: decPtr("1.08000"), TP: decPtr("1.09000")})
 		got = e.outcome(sltp)
-		checkOutcome(t, got, sltp, events.StatusFilled, 0, 10009)
+		checkOutcome(t, got, sltp, trading.StatusFilled, 0, 10009)
 		if got.Position != pos {
 			t.Fatalf("sl/tp outcome %+v", got)
 		}
 		ps = e.positions(login)
-		riDecEq(t, "sl", ps[0].SL, dec.MustParse("1.08000"))
-		riDecEq(t, "tp", ps[0].TP, dec.MustParse("1.09000"))
+		decEq(t, "sl", ps[0].SL, dec.MustParse("1.08000"))
+		decEq(t, "tp", ps[0].TP, dec.MustParse("1.09000"))
 	})
 
 	t.Run("refusal carries the retcode and its code", func(t *testing.T) {
@@ -146,7 +146,7 @@ func TestExecutorSendsEveryKindAndReportsTheAnswer(t *testing.T) {
 		op := e.op(login)
 		e.appendCmds(marketCmd(op, "SOLUSD", "BUY", "0.10"))
 		got := e.outcome(op)
-		checkOutcome(t, got, op, events.StatusRejected, int(events.CodeForRetcode(10017)), 10017)
+		checkOutcome(t, got, op, trading.StatusRejected, int(events.CodeForRetcode(10017)), 10017)
 		if got.Code != int(events.CodeSymbolTradeDisabled) || got.OrderID != 0 || got.Price != nil {
 			t.Fatalf("refusal %+v", got)
 		}
@@ -181,11 +181,11 @@ func TestExecutorRefusesACommandOlderThanTheDispatchWindow(t *testing.T) {
 	}
 	e.start()
 	got := e.outcome(op)
-	checkOutcome(t, got, op, events.StatusRejected, int(events.CodeUnavailable), 0)
+	checkOutcome(t, got, op, trading.StatusRejected, int(events.CodeUnavailable), 0)
 	if got.Msg != "Service unavailable; the order was not dispatched within the dispatch window." {
 		t.Errorf("msg %q", got.Msg)
 	}
-	if len(sentsOf(e.execs.snapshot(), op)) != 0 {
+	if len(sentsOf(e.execs.Snapshot(), op)) != 0 {
 		t.Error("ExecutionSent appended for a command that was not sent")
 	}
 	if ps := e.positions(1002); len(ps) != 0 {
@@ -194,13 +194,13 @@ func TestExecutorRefusesACommandOlderThanTheDispatchWindow(t *testing.T) {
 	if ds := e.dealsByTag(1002, op.Tag); len(ds) != 0 {
 		t.Fatalf("deals %+v: the late command was sent", ds)
 	}
-	if st := e.waitRow(op); st != events.StatusRejected {
+	if st := e.waitRow(op); st != string(trading.StatusRejected) {
 		t.Fatalf("cmd.executions holds %q", st)
 	}
 	// A command inside the window is sent.
 	fresh := e.op(1002)
 	e.appendCmds(marketCmd(fresh, "EURUSD", "BUY", "0.10"))
-	checkOutcome(t, e.outcome(fresh), fresh, events.StatusFilled, 0, 10009)
+	checkOutcome(t, e.outcome(fresh), fresh, trading.StatusFilled, 0, 10009)
 }
 
 // The same command appended twice (an append the gateway could not confirm and repeated),
@@ -215,7 +215,7 @@ func TestExecutorExecutesADuplicatedCommandOnce(t *testing.T) {
 	e.appendCmds(marketCmd(apart, "GBPUSD", "SELL", "0.10")) // long after the first was decided
 	e.settle(1003)
 
-	recs := e.execs.snapshot()
+	recs := e.execs.Snapshot()
 	for _, op := range []events.Operation{together, apart} {
 		if n, s := len(outcomesOf(recs, op)), len(sentsOf(recs, op)); n != 1 || s != 1 {
 			t.Errorf("%s: %d outcomes and %d sends, want one each", op.OperationID, n, s)
@@ -247,11 +247,11 @@ func TestExecutorRunsOneAccountsOperationsInOrder(t *testing.T) {
 		&events.OrderCancelRequested{Operation: cancel, OrderID: next, Symbol: "EURUSD", Side: "BUY", Type: "BUY_LIMIT"})
 	e.start()
 	placed := e.outcome(place)
-	checkOutcome(t, placed, place, events.StatusNew, 0, 10008)
+	checkOutcome(t, placed, place, trading.StatusNew, 0, 10008)
 	if placed.OrderID != next {
 		t.Fatalf("placed order %d, the ticket counter promised %d", placed.OrderID, next)
 	}
-	checkOutcome(t, e.outcome(cancel), cancel, events.StatusCanceled, 0, 10009)
+	checkOutcome(t, e.outcome(cancel), cancel, trading.StatusCanceled, 0, 10009)
 	if oo := e.openOrders(1001); len(oo) != 0 {
 		t.Fatalf("open orders %+v", oo)
 	}
@@ -271,14 +271,14 @@ func TestExecutorWithoutAnInBandAnswer(t *testing.T) {
 		op := e.op(login)
 		e.appendCmds(marketCmd(op, "EURUSD", "BUY", "0.30"))
 		got := e.outcome(op)
-		checkOutcome(t, got, op, events.StatusFilled, 0, 0)
+		checkOutcome(t, got, op, trading.StatusFilled, 0, 0)
 		ds := e.dealsByTag(login, op.Tag)
 		if !got.Reconciled || got.Unanswered || len(ds) != 1 || got.DealID != ds[0].Ticket || got.OrderID != ds[0].Order ||
 			got.Position != ds[0].Position {
 			t.Fatalf("reconciled outcome %+v, deals %+v", got, ds)
 		}
-		riDecEq(t, "price", *got.Price, ds[0].Price)
-		riDecEq(t, "volume", *got.Volume, dec.MustParse("0.30"))
+		decEq(t, "price", *got.Price, ds[0].Price)
+		decEq(t, "volume", *got.Volume, dec.MustParse("0.30"))
 	})
 
 	t.Run("shortfalls, pending placement: Unanswered", func(t *testing.T) {
@@ -286,7 +286,7 @@ func TestExecutorWithoutAnInBandAnswer(t *testing.T) {
 		op := e.op(login)
 		e.appendCmds(limitCmd(op, "EURUSD", "0.10", "1.08000"))
 		got := e.outcome(op)
-		checkOutcome(t, got, op, events.StatusNew, 0, 0)
+		checkOutcome(t, got, op, trading.StatusNew, 0, 0)
 		if !got.Unanswered || got.Reconciled || got.OrderID != 0 {
 			t.Fatalf("outcome %+v, want Unanswered without an order id", got)
 		}
@@ -300,7 +300,7 @@ func TestExecutorWithoutAnInBandAnswer(t *testing.T) {
 		op := e.op(login)
 		e.appendCmds(marketCmd(op, "GBPUSD", "BUY", "0.10"))
 		got := e.outcome(op)
-		checkOutcome(t, got, op, events.StatusInDoubt, int(events.CodeServerTimeout), 0)
+		checkOutcome(t, got, op, trading.StatusInDoubt, int(events.CodeServerTimeout), 0)
 		if got.OrderID != 0 || got.Reconciled || got.Unanswered {
 			t.Fatalf("outcome %+v", got)
 		}
@@ -312,7 +312,7 @@ func TestExecutorWithoutAnInBandAnswer(t *testing.T) {
 		e.appendCmds(marketCmd(op, "GBPUSD", "BUY", "0.10"))
 		got := e.outcome(op)
 		// The simulator answers a disconnected send with 10031 in band.
-		checkOutcome(t, got, op, events.StatusRejected, int(events.CodeNoConnection), 10031)
+		checkOutcome(t, got, op, trading.StatusRejected, int(events.CodeNoConnection), 10031)
 	})
 }
 
@@ -337,25 +337,25 @@ func TestExecutorRestartedBetweenSentAndOutcomeReconcilesInsteadOfResending(t *t
 	if exists, st := e.row(op); !exists || st != "" {
 		t.Fatalf("cmd.executions after the stop: exists %v, outcome %q; want the sent row without outcome", exists, st)
 	}
-	if n := len(outcomesOf(e.execs.snapshot(), op)); n != 0 {
+	if n := len(outcomesOf(e.execs.Snapshot(), op)); n != 0 {
 		t.Fatalf("%d outcomes appended by the stopped executor", n)
 	}
 
 	e.fault(sim.Fault{Mode: sim.FaultNone})
 	e.start()
 	got := e.outcome(op)
-	checkOutcome(t, got, op, events.StatusFilled, 0, 0)
+	checkOutcome(t, got, op, trading.StatusFilled, 0, 0)
 	if !got.Reconciled || got.DealID == 0 || got.Position == 0 {
 		t.Fatalf("outcome %+v, want reconciled with its deal and position", got)
 	}
-	riDecEq(t, "volume", *got.Volume, dec.MustParse("0.02"))
+	decEq(t, "volume", *got.Volume, dec.MustParse("0.02"))
 	if ps := e.positions(login); len(ps) != 1 || ps[0].Ticket != got.Position {
 		t.Fatalf("positions %+v, want exactly the one order's", ps)
 	}
 	if ds := e.dealsByTag(login, op.Tag); len(ds) != 1 {
 		t.Fatalf("%d deals under the tag: the order was sent again", len(ds))
 	}
-	if st := e.waitRow(op); st != events.StatusFilled {
+	if st := e.waitRow(op); st != string(trading.StatusFilled) {
 		t.Fatalf("cmd.executions holds %q", st)
 	}
 }
@@ -377,12 +377,12 @@ func TestExecutorSecondAttemptSendsOnlyWhenNoEarlierAttemptExecuted(t *testing.T
 		if err := late.Append(e.ctx, events.TopicCommands(), marketCmd(first, "EURUSD", "BUY", "0.10")); err != nil {
 			t.Fatal(err)
 		}
-		checkOutcome(t, e.outcome(first), first, events.StatusRejected, int(events.CodeUnavailable), 0)
+		checkOutcome(t, e.outcome(first), first, trading.StatusRejected, int(events.CodeUnavailable), 0)
 		second := first
 		second.Attempt = 2
 		e.appendCmds(marketCmd(second, "EURUSD", "BUY", "0.10"))
 		got := e.outcome(second)
-		checkOutcome(t, got, second, events.StatusFilled, 0, 10009)
+		checkOutcome(t, got, second, trading.StatusFilled, 0, 10009)
 		if ds := e.dealsByTag(login, first.Tag); len(ds) != 1 {
 			t.Fatalf("%d deals under the tag, want 1", len(ds))
 		}
@@ -400,14 +400,14 @@ func TestExecutorSecondAttemptSendsOnlyWhenNoEarlierAttemptExecuted(t *testing.T
 		second.Attempt = 2
 		e.appendCmds(marketCmd(second, "GBPUSD", "SELL", "0.10"))
 		got := e.outcome(second)
-		checkOutcome(t, got, second, events.StatusFilled, 0, 0)
+		checkOutcome(t, got, second, trading.StatusFilled, 0, 0)
 		if !got.Reconciled || got.DealID != res.Deal || got.Position != res.Position {
 			t.Fatalf("outcome %+v, want the first attempt's fill (deal %d)", got, res.Deal)
 		}
 		if ds := e.dealsByTag(login, first.Tag); len(ds) != 1 {
 			t.Fatalf("%d deals under the tag: the second attempt was sent", len(ds))
 		}
-		if n := len(sentsOf(e.execs.snapshot(), second)); n != 0 {
+		if n := len(sentsOf(e.execs.Snapshot(), second)); n != 0 {
 			t.Fatalf("%d ExecutionSent for an attempt that was not sent", n)
 		}
 	})
@@ -454,7 +454,7 @@ func TestExecutorRestartedAfterAModificationSendsItAgainAndReportsItDone(t *test
 	})
 	stop := e.start()
 	got := e.outcome(modify)
-	checkOutcome(t, got, modify, events.StatusNew, 0, int(trading.RetNoChanges))
+	checkOutcome(t, got, modify, trading.StatusNew, 0, int(trading.RetNoChanges))
 	stop()
 
 	cancel := e.op(login)
@@ -462,5 +462,5 @@ func TestExecutorRestartedAfterAModificationSendsItAgainAndReportsItDone(t *test
 		Side: "BUY", Type: "BUY_LIMIT"}, "the removal", func() bool { return len(e.openOrders(login)) == 0 })
 	e.start()
 	got = e.outcome(cancel)
-	checkOutcome(t, got, cancel, events.StatusCanceled, 0, int(trading.RetOrderChanged))
+	checkOutcome(t, got, cancel, trading.StatusCanceled, 0, int(trading.RetOrderChanged))
 }

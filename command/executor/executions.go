@@ -60,7 +60,7 @@ func (s *executions) claim(ctx context.Context, ops []operation, sure func(*oper
 	eligible := make([]bool, n)
 	for i := range ops {
 		o := &ops[i]
-		ids[i], attempts[i], logins[i], tags[i], kinds[i] = o.op.OperationID, int32(o.op.Attempt), o.op.Login, o.op.Tag, o.kind
+		ids[i], attempts[i], logins[i], tags[i], kinds[i] = o.op.OperationID, int32(o.op.Attempt), o.op.Login, o.op.Tag, string(o.kind)
 		eligible[i] = sure(o)
 	}
 	rows, err := s.pool.Query(ctx, `WITH k AS (
@@ -122,7 +122,7 @@ func (s *executions) decided(ctx context.Context, ds []decision) error {
 		if err != nil {
 			return fmt.Errorf("encode outcome of %s: %w", d.op.op.OperationID, err)
 		}
-		ids[i], attempts[i], logins[i], tags[i], kinds[i] = d.op.op.OperationID, int32(d.op.op.Attempt), d.op.op.Login, d.op.op.Tag, d.op.kind
+		ids[i], attempts[i], logins[i], tags[i], kinds[i] = d.op.op.OperationID, int32(d.op.op.Attempt), d.op.op.Login, d.op.op.Tag, string(d.op.kind)
 		outcomes[i] = string(raw)
 		decidedAt[i] = time.UnixMilli(d.outcome.DecidedAt)
 		sentAt[i] = decidedAt[i] // only used by rows inserted here: operations never sent

@@ -1,3 +1,6 @@
+// Package executor is the only sender of trade requests: it drains the command topic, records
+// "sent" before each send, sends each operation to the trade server once and appends what
+// became of it. (The trade server's own feed into the log is the relay, infra/mt5/relay.)
 package executor
 
 import (
@@ -9,6 +12,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"tradesvc/events"
 	"tradesvc/infra/kafka/batch"
 	"tradesvc/infra/mt5"
 )
@@ -145,4 +149,22 @@ func (x *Executor) Run(ctx context.Context) error {
 	return batch.Run(ctx, batch.Config{Brokers: x.cfg.Brokers, Group: x.cfg.Group, Topics: []string{x.cfg.Topic},
 		MaxBatch: x.cfg.MaxBatch, MaxWait: batch.NoWait, Sarama: x.cfg.Sarama, Logger: x.log,
 		DeadLetter: x.cfg.DeadLetter, Observer: x.cfg.Observer}, x.handle)
+}
+
+// Appender appends events to a topic of the log durably (acknowledged by all in-sync
+// replicas) and in order per partition key, before it returns.
+type Appender interface {
+	Append(ctx context.Context, topic events.Topic, evs ...events.Event) error
+}
+
+// wait sleeps d or until ctx ends; it reports whether the full time passed.
+func wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

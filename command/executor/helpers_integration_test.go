@@ -13,7 +13,9 @@ import (
 	"tradesvc/command/executor"
 	"tradesvc/events"
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/kafka"
+	"tradesvc/infra/kafka/kafkatest"
 	"tradesvc/infra/mt5"
 	"tradesvc/infra/mt5/sim"
 	"tradesvc/infra/testenv"
@@ -32,7 +34,7 @@ type exEnv struct {
 	pub     *kafka.Publisher
 	cmds    *kafka.Appender // what the gateway's command handlers would append
 	pool    *pgxpool.Pool
-	execs   *riReader
+	execs   *kafkatest.Reader
 	cfg     executor.ExecutorConfig
 	n       int
 
@@ -44,7 +46,7 @@ func exSetup(t *testing.T) *exEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	t.Cleanup(cancel)
-	e := &exEnv{t: t, ctx: ctx, brokers: testenv.Brokers(t), clock: testenv.NewClock(riTuesdayNoon)}
+	e := &exEnv{t: t, ctx: ctx, brokers: testenv.Brokers(t), clock: testenv.NewClock(tuesdayNoon)}
 	e.kcfg = kafka.Config{Brokers: e.brokers, TopicPrefix: testenv.TopicPrefix(t), ClientID: "executor-test"}
 	if err := kafka.EnsureTopics(ctx, e.kcfg, []events.Topic{events.TopicCommands(), events.TopicExecutions()}); err != nil {
 		t.Fatal(err)
@@ -62,14 +64,14 @@ func exSetup(t *testing.T) *exEnv {
 		t.Fatal(err)
 	}
 	e.pool = testenv.MigratedPG(t)
-	s, err := sim.Open(sim.Config{DataDir: t.TempDir(), Clock: testenv.NewClock(riTuesdayNoon), RNGSeed: 5,
+	s, err := sim.Open(sim.Config{DataDir: t.TempDir(), Clock: testenv.NewClock(tuesdayNoon), RNGSeed: 5,
 		Sync: sim.SyncNone, Logger: testenv.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	e.sim = s
-	e.execs = riFollow(t, ctx, e.brokers, e.kcfg, events.TopicExecutions())
+	e.execs = kafkatest.Follow(t, ctx, e.brokers, e.kcfg, events.TopicExecutions())
 	e.cfg = executor.ExecutorConfig{Brokers: e.brokers, Group: e.kcfg.Topic(executor.ExecutorGroup),
 		Topic: e.kcfg.Topic(events.TopicCommands().Name), Sarama: e.kcfg.ConsumerConfig(), Port: s, Out: out,
 		Pool: e.pool, Now: e.clock.Now, Logger: testenv.Logger(),
@@ -111,13 +113,13 @@ func (e *exEnv) appendCmds(evs ...events.Event) {
 // outcome waits for the outcome of (operation, attempt) on the executions topic.
 func (e *exEnv) outcome(op events.Operation) *events.ExecutionOutcome {
 	e.t.Helper()
-	recs := e.execs.waitFor(60*time.Second, "outcome of "+op.OperationID, func(r []riRecord) bool {
+	recs := e.execs.WaitFor(60*time.Second, "outcome of "+op.OperationID, func(r []kafkatest.Record) bool {
 		return len(outcomesOf(r, op)) > 0
 	})
 	return outcomesOf(recs, op)[0]
 }
 
-func outcomesOf(recs []riRecord, op events.Operation) []*events.ExecutionOutcome {
+func outcomesOf(recs []kafkatest.Record, op events.Operation) []*events.ExecutionOutcome {
 	var out []*events.ExecutionOutcome
 	for _, r := range recs {
 		if o, ok := r.Event.(*events.ExecutionOutcome); ok && o.OperationID == op.OperationID && o.Attempt == op.Attempt {
@@ -127,7 +129,7 @@ func outcomesOf(recs []riRecord, op events.Operation) []*events.ExecutionOutcome
 	return out
 }
 
-func sentsOf(recs []riRecord, op events.Operation) []*events.ExecutionSent {
+func sentsOf(recs []kafkatest.Record, op events.Operation) []*events.ExecutionSent {
 	var out []*events.ExecutionSent
 	for _, r := range recs {
 		if s, ok := r.Event.(*events.ExecutionSent); ok && s.OperationID == op.OperationID && s.Attempt == op.Attempt {
@@ -241,16 +243,28 @@ func limitCmd(op events.Operation, symbol, volume, price string) *events.OrderRe
 }
 
 // checkOutcome asserts the fields every outcome must have right.
-func checkOutcome(t *testing.T, got *events.ExecutionOutcome, op events.Operation, status string, code, retcode int) {
+func checkOutcome(t *testing.T, got *events.ExecutionOutcome, op events.Operation, status trading.Status, code, retcode int) {
 	t.Helper()
 	if got.Login != op.Login || got.Tag != op.Tag || got.Attempt != op.Attempt || got.DecidedAt == 0 {
 		t.Errorf("outcome %+v does not name operation %+v", got, op)
 	}
-	if got.Status != status || got.Code != code || got.Retcode != retcode {
+	if got.Status != string(status) || got.Code != code || got.Retcode != retcode {
 		t.Errorf("outcome of %s: status %s code %d retcode %d (%q), want %s %d %d", op.OperationID, got.Status, got.Code,
 			got.Retcode, got.Msg, status, code, retcode)
 	}
 	if got.Msg == "" {
 		t.Errorf("outcome of %s has no message", op.OperationID)
+	}
+}
+
+// tuesdayNoon is Tuesday 2026-11-17 12:00 server time (UTC+3): every seed session is open.
+// The simulator runs on a clock fixed there, because the seed's forex sessions are closed at
+// weekends and the test must not depend on the wall clock.
+var tuesdayNoon = time.Date(2026, 11, 17, 9, 0, 0, 0, time.UTC)
+
+func decEq(t *testing.T, what string, got, want apd.Decimal) {
+	t.Helper()
+	if got.Cmp(&want) != 0 {
+		t.Errorf("%s = %s, want %s", what, dec.String(got), dec.String(want))
 	}
 }

@@ -8,49 +8,27 @@ import (
 	"tradesvc/events"
 	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
-	"tradesvc/query"
 )
 
 // answerStatus maps an in-band answer to the operation's status and code (docs/trading.md,
 // "The executor", the table of in-band answers). resend marks a send of an idempotent
-// request repeated after a crash: an answer saying there is nothing left to do (10025 for a
-// modification, 10036 or an order already off the book for a removal) then means the first
-// send was applied.
-func answerStatus(kind string, market bool, ret trading.Retcode, resend bool) (string, events.Code) {
+// request repeated after a crash: an answer saying there is nothing left to do (the kind's
+// ResendApplied codes) then means the first send was applied.
+func answerStatus(o *operation, ret trading.Retcode, resend bool) (trading.Status, events.Code) {
 	switch ret {
 	case trading.RetDone:
-		return doneStatus(kind, market), events.CodeOK
+		return o.kind.Done(o.typ), events.CodeOK
 	case trading.RetDonePartial:
-		return events.StatusPartiallyFilled, events.CodeOK
+		return trading.StatusPartiallyFilled, events.CodeOK
 	case trading.RetPlaced:
-		return events.StatusNew, events.CodeOK
+		return trading.StatusNew, events.CodeOK
 	case trading.RetTimeout:
-		return events.StatusInDoubt, events.CodeServerTimeout
+		return trading.StatusInDoubt, events.CodeServerTimeout
 	}
-	if resend {
-		switch {
-		case ret == trading.RetNoChanges && (kind == query.KindModifyOrder || kind == query.KindModifyPosition),
-			(ret == trading.RetPositionClosed || ret == trading.RetOrderChanged) && kind == query.KindCancelOrder:
-			return doneStatus(kind, market), events.CodeOK
-		}
+	if resend && o.kind.ResendApplied(int(ret)) {
+		return o.kind.Done(o.typ), events.CodeOK
 	}
-	return events.StatusRejected, events.CodeForRetcode(int(ret))
-}
-
-// doneStatus is what a completed request (10009) means for each kind: a modified order
-// still rests, a removed one is cancelled, everything else is filled.
-func doneStatus(kind string, market bool) string {
-	switch kind {
-	case query.KindModifyOrder:
-		return events.StatusNew
-	case query.KindCancelOrder:
-		return events.StatusCanceled
-	case query.KindPlaceOrder:
-		if !market {
-			return events.StatusNew // a pending order answers 10008; 10009 still means it rests
-		}
-	}
-	return events.StatusFilled
+	return trading.StatusRejected, events.CodeForRetcode(int(ret))
 }
 
 // newOutcome starts the outcome of o decided at now (Unix ms).
@@ -62,8 +40,8 @@ func newOutcome(o *operation, now int64) *events.ExecutionOutcome {
 // answered is the outcome of an in-band answer.
 func answered(o *operation, res mt5.TradeResult, resend bool, now int64) *events.ExecutionOutcome {
 	out := newOutcome(o, now)
-	status, code := answerStatus(o.kind, o.market, res.Retcode, resend)
-	out.Status, out.Code, out.Retcode = status, int(code), int(res.Retcode)
+	status, code := answerStatus(o, res.Retcode, resend)
+	out.Status, out.Code, out.Retcode = string(status), int(code), int(res.Retcode)
 	out.OrderID, out.DealID, out.Position = res.Order, res.Deal, res.Position
 	out.Price, out.Volume = nonZero(res.Price), nonZero(res.Volume)
 	out.Msg = answerMsg(o.kind, status, res.Retcode)
@@ -71,9 +49,9 @@ func answered(o *operation, res mt5.TradeResult, resend bool, now int64) *events
 }
 
 // refused is an outcome decided without an answer from the trade server.
-func refused(o *operation, status string, code events.Code, msg string, now int64) *events.ExecutionOutcome {
+func refused(o *operation, status trading.Status, code events.Code, msg string, now int64) *events.ExecutionOutcome {
 	out := newOutcome(o, now)
-	out.Status, out.Code, out.Msg = status, int(code), msg
+	out.Status, out.Code, out.Msg = string(status), int(code), msg
 	return out
 }
 
@@ -96,26 +74,20 @@ const (
 )
 
 // answerMsg is a short English message for an in-band answer.
-func answerMsg(kind, status string, ret trading.Retcode) string {
+func answerMsg(kind trading.Kind, status trading.Status, ret trading.Retcode) string {
 	switch status {
-	case events.StatusFilled:
-		switch kind {
-		case query.KindClosePosition:
-			return "Position closed."
-		case query.KindModifyPosition:
-			return "Position modified."
-		}
-		return "Order filled."
-	case events.StatusPartiallyFilled:
+	case trading.StatusFilled:
+		return kind.FilledMsg()
+	case trading.StatusPartiallyFilled:
 		return "Order partially filled."
-	case events.StatusNew:
-		if kind == query.KindModifyOrder {
-			return "Order modified."
+	case trading.StatusNew:
+		if kind.Target() == trading.TargetOrder { // a modified order rests: NEW is its success
+			return kind.FilledMsg()
 		}
 		return "Order placed."
-	case events.StatusCanceled:
-		return "Order canceled."
-	case events.StatusInDoubt:
+	case trading.StatusCanceled:
+		return kind.FilledMsg()
+	case trading.StatusInDoubt:
 		return msgTimeout
 	}
 	return "The trade server refused the request: " + ret.String() + " (" + strconv.Itoa(int(ret)) + ")."

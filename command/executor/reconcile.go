@@ -11,7 +11,6 @@ import (
 	"tradesvc/events/dec"
 	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
-	"tradesvc/query"
 )
 
 // evidence is what the trade server holds under an operation's tag.
@@ -49,7 +48,7 @@ func (x *Executor) reconcile(ctx context.Context, o *operation, now int64) (*eve
 			// Placed: whatever happened to it since (cancelled, expired) the order's own
 			// reports tell; the placement itself succeeded.
 			out := newOutcome(o, now)
-			out.Status, out.Reconciled, out.Msg = events.StatusNew, true, "Order placed."
+			out.Status, out.Reconciled, out.Msg = string(trading.StatusNew), true, "Order placed."
 			out.OrderID, out.Price, out.Volume = ord.Ticket, nonZero(ord.Price), nonZero(ord.VolumeInitial)
 			return out, executed, nil
 		}
@@ -59,7 +58,7 @@ func (x *Executor) reconcile(ctx context.Context, o *operation, now int64) (*eve
 		// request and did not execute it.
 		if ord.State == trading.StateRejected || ord.State == trading.StateCanceled {
 			out := newOutcome(o, now)
-			out.Status, out.Reconciled, out.OrderID = events.StatusRejected, true, ord.Ticket
+			out.Status, out.Reconciled, out.OrderID = string(trading.StatusRejected), true, ord.Ticket
 			out.Code, out.Msg = int(events.CodeServerRejected), "The trade server refused the request."
 			if ord.State == trading.StateCanceled {
 				out.Code, out.Msg = int(events.CodeServerCanceled), "The trade server cancelled the request."
@@ -91,16 +90,16 @@ func (x *Executor) fillOutcome(ctx context.Context, o *operation, fills []mt5.De
 	out.DealID, out.OrderID, out.Position = fills[0].Ticket, fills[0].Order, fills[0].Position
 	out.Price, out.Volume = nonZero(price), nonZero(volume)
 	complete := !o.want.IsZero() && volume.Cmp(&o.want) >= 0
-	if o.kind == query.KindClosePosition && o.want.IsZero() {
+	if o.kind.Target() == trading.TargetPosition && o.want.IsZero() { // a full close
 		open, err := x.positionOpen(ctx, o.op.Login, o.req.Position)
 		if err != nil {
 			return nil, err
 		}
 		complete = !open
 	}
-	out.Status, out.Msg = events.StatusPartiallyFilled, "Order partially filled."
+	out.Status, out.Msg = string(trading.StatusPartiallyFilled), "Order partially filled."
 	if complete {
-		out.Status, out.Msg = events.StatusFilled, answerMsg(o.kind, events.StatusFilled, trading.RetDone)
+		out.Status, out.Msg = string(trading.StatusFilled), answerMsg(o.kind, trading.StatusFilled, trading.RetDone)
 	}
 	return out, nil
 }

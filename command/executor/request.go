@@ -9,20 +9,19 @@ import (
 	"tradesvc/events"
 	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
-	"tradesvc/query"
 )
 
 // operation is one command event the executor acts on: the operation it belongs to, what it
 // asks the trade server, and what the outcome mapping needs to know about it.
 type operation struct {
 	op   events.Operation
-	kind string // query.Kind*
+	kind trading.Kind
+	// typ is the order type the command names (MARKET, BUY_LIMIT, ...; empty when none).
+	typ string
 	// requestedAt is when the command was appended (envelope OccurredAt, Unix ms): the
 	// dispatch window runs from it.
 	requestedAt int64
 	req         mt5.TradeRequest
-	// market: a PLACE_ORDER of type MARKET (fills, rather than rests).
-	market bool
 	// want is the volume a fill must reach to be complete: the order's volume, a partial
 	// close's volume; zero for a full close (complete when the position is gone).
 	want apd.Decimal
@@ -40,106 +39,91 @@ type opKey struct {
 
 func (o *operation) key() opKey { return opKey{o.op.OperationID, o.op.Attempt} }
 
-// byTag reports whether the operation's effects carry its tag (new orders and deals), so
-// that the trade server can be asked what became of it. Modifications and removals change
-// existing orders and positions, whose comments are their own; they are idempotent instead.
-func (o *operation) byTag() bool {
-	return o.kind == query.KindPlaceOrder || o.kind == query.KindClosePosition
+// market reports whether the operation executes at market when sent (its answer is a fill).
+func (o *operation) market() bool { return o.kind.AtMarket(o.typ) }
+
+// removesOrder reports whether the operation takes its target order off the book (a cancel).
+func (o *operation) removesOrder() bool {
+	return o.kind.Target() == trading.TargetOrder && o.kind.Done(o.typ) == trading.StatusCanceled
 }
 
-// queued is the status the operation shows until the trade server says more (docs/trading.md,
-// "Operations").
-func (o *operation) queued() string {
-	switch o.kind {
-	case query.KindPlaceOrder:
-		if o.market {
-			return events.StatusAccepted
-		}
-		return events.StatusNew
-	case query.KindModifyOrder:
-		return events.StatusNew
-	}
-	return events.StatusAccepted
-}
+// queued is the status the operation shows until the trade server says more.
+func (o *operation) queued() trading.Status { return o.kind.Queued(o.typ) }
 
-// newOperation reads a command event. ok is false for events that are not sent themselves
-// (a sweep is sent as its legs, each a PositionCloseRequested of its own).
-func newOperation(env events.Envelope, ev events.Event) (o operation, ok bool) {
-	o.requestedAt = env.OccurredAt
-	var err error
-	switch c := ev.(type) {
-	case *events.OrderRequested:
-		o.op, o.kind = c.Operation, query.KindPlaceOrder
-		o.req, o.market, err = placeRequest(c)
+// requests build the trade requests of the command events the executor sends, by event
+// type: what the executor handles (Coverage). A sweep is not among them: it is sent as its
+// legs, each a PositionCloseRequested of its own.
+var requests = map[string]func(ev events.Event, o *operation) error{
+	(*events.OrderRequested)(nil).EventType(): func(ev events.Event, o *operation) error {
+		c := ev.(*events.OrderRequested)
 		o.want = c.Volume
-	case *events.OrderModifyRequested:
-		o.op, o.kind = c.Operation, query.KindModifyOrder
-		o.req, err = modifyOrderRequest(c)
-	case *events.OrderCancelRequested:
-		o.op, o.kind = c.Operation, query.KindCancelOrder
-		o.req = mt5.TradeRequest{Action: mt5.ActionRemove, Order: c.OrderID}
-	case *events.PositionCloseRequested:
-		o.op, o.kind = c.Operation, query.KindClosePosition
+		var err error
+		o.req, err = placeRequest(c)
+		return err
+	},
+	(*events.OrderModifyRequested)(nil).EventType(): func(ev events.Event, o *operation) error {
+		var err error
+		o.req, err = modifyOrderRequest(ev.(*events.OrderModifyRequested))
+		return err
+	},
+	(*events.OrderCancelRequested)(nil).EventType(): func(ev events.Event, o *operation) error {
+		o.req = mt5.TradeRequest{Action: mt5.ActionRemove, Order: ev.(*events.OrderCancelRequested).OrderID}
+		return nil
+	},
+	(*events.PositionCloseRequested)(nil).EventType(): func(ev events.Event, o *operation) error {
+		c := ev.(*events.PositionCloseRequested)
 		o.req = mt5.TradeRequest{Action: mt5.ActionDeal, Position: c.PositionID, Symbol: c.Symbol}
 		if c.Volume != nil {
 			o.req.Volume, o.want = *c.Volume, *c.Volume
 		}
-	case *events.PositionModifyRequested:
-		o.op, o.kind = c.Operation, query.KindModifyPosition
+		return nil
+	},
+	(*events.PositionModifyRequested)(nil).EventType(): func(ev events.Event, o *operation) error {
+		c := ev.(*events.PositionModifyRequested)
 		o.req = mt5.TradeRequest{Action: mt5.ActionSLTP, Position: c.PositionID, Symbol: c.Symbol,
 			SL: value(c.SL), TP: value(c.TP)}
-	default:
+		return nil
+	},
+}
+
+// newOperation reads a command event. ok is false for events the executor does not send.
+func newOperation(env events.Envelope, ev events.Event) (o operation, ok bool) {
+	build, ok := requests[ev.EventType()]
+	if !ok {
 		return o, false
 	}
+	cmd := ev.(events.Command)
+	head, _ := trading.RequestOf(cmd)
+	o.op, o.kind, o.typ, o.requestedAt = *cmd.OperationHeader(), head.Kind, head.Type, env.OccurredAt
+	err := build(ev, &o)
 	o.req.Login = o.op.Login
-	if len([]rune(o.op.Tag)) != tagLen {
-		err = errors.Join(err, fmt.Errorf("correlation tag %q is not %d characters", o.op.Tag, tagLen))
+	if len([]rune(o.op.Tag)) != trading.TagLen {
+		err = errors.Join(err, fmt.Errorf("correlation tag %q is not %d characters", o.op.Tag, trading.TagLen))
 	}
-	o.req.Comment = withTag(o.req.Comment, o.op.Tag)
+	o.req.Comment = trading.WithTag(o.req.Comment, o.op.Tag)
 	o.invalid = err
 	return o, true
 }
 
-// tagLen is the length of the correlation tag ("#" and six characters).
-const tagLen = 7
-
-// withTag ends the platform comment with the tag, shortening the client's comment (at most
-// 24 characters by the contract, so only a producer bug) to keep the tag inside the
-// characters the server stores: without it the operation could not be found after a crash.
-func withTag(comment, tag string) string {
-	r := []rune(comment)
-	if room := mt5.MaxCommentLen - len([]rune(tag)); len(r) > room {
-		r = r[:max(room, 0)]
-	}
-	return string(r) + tag
-}
-
-func placeRequest(c *events.OrderRequested) (mt5.TradeRequest, bool, error) {
+func placeRequest(c *events.OrderRequested) (mt5.TradeRequest, error) {
 	req := mt5.TradeRequest{Symbol: c.Symbol, Volume: c.Volume, SL: value(c.SL), TP: value(c.TP), Comment: c.Comment}
-	if c.Type == "MARKET" {
-		req.Action = mt5.ActionDeal
-		switch c.Side {
-		case "BUY":
-			req.Type = trading.OrderBuy
-		case "SELL":
-			req.Type = trading.OrderSell
-		default:
-			return req, true, fmt.Errorf("side %q", c.Side)
-		}
+	side, ok := trading.ParseSide(c.Side)
+	t, sendable := trading.ParseSendable(c.Type, side)
+	switch {
+	case c.Type == trading.TypeMarket && !ok:
+		return req, fmt.Errorf("side %q", c.Side)
+	case !sendable:
+		return req, fmt.Errorf("order type %q", c.Type)
+	case t.IsMarket():
 		// REQUEST and INSTANT symbols requote from the price the client was shown; the
 		// others ignore it. No deviation: the quote is the client's limit.
-		req.Price = value(c.QuotedPrice)
-		return req, true, nil
-	}
-	req.Action = mt5.ActionPending
-	t, ok := pendingTypes[c.Type]
-	if !ok {
-		return req, false, fmt.Errorf("order type %q", c.Type)
+		req.Action, req.Type, req.Price = mt5.ActionDeal, t, value(c.QuotedPrice)
+		return req, nil
 	}
 	tt, err := timeType(c.TimeInForce)
-	req.Type, req.TypeTime, req.Expiration = t, tt, c.Expiration
+	req.Action, req.Type, req.TypeTime, req.Expiration = mt5.ActionPending, t, tt, c.Expiration
 	req.Price, req.StopLimit = value(c.Price), value(c.StopLimitPrice)
-	return req, false, err
+	return req, err
 }
 
 func modifyOrderRequest(c *events.OrderModifyRequested) (mt5.TradeRequest, error) {
@@ -151,24 +135,16 @@ func modifyOrderRequest(c *events.OrderModifyRequested) (mt5.TradeRequest, error
 		TypeTime: tt, Expiration: c.Expiration}, err
 }
 
-var pendingTypes = map[string]trading.OrderType{
-	"BUY_LIMIT": trading.OrderBuyLimit, "SELL_LIMIT": trading.OrderSellLimit,
-	"BUY_STOP": trading.OrderBuyStop, "SELL_STOP": trading.OrderSellStop,
-	"BUY_STOP_LIMIT": trading.OrderBuyStopLimit, "SELL_STOP_LIMIT": trading.OrderSellStopLimit,
-}
-
+// timeType reads a command's time in force: GTC when none.
 func timeType(tif string) (trading.TimeType, error) {
-	switch tif {
-	case "", "GTC":
+	if tif == "" {
 		return trading.TimeGTC, nil
-	case "DAY":
-		return trading.TimeDay, nil
-	case "GTD":
-		return trading.TimeSpecified, nil
-	case "GTD_DAY":
-		return trading.TimeSpecifiedDay, nil
 	}
-	return trading.TimeGTC, fmt.Errorf("time in force %q", tif)
+	t, ok := trading.ParseTimeInForce(tif)
+	if !ok {
+		return trading.TimeGTC, fmt.Errorf("time in force %q", tif)
+	}
+	return t, nil
 }
 
 // value is the decimal or zero (the trade request's "none").

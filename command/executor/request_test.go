@@ -10,7 +10,6 @@ import (
 	"tradesvc/events/dec"
 	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
-	"tradesvc/query"
 )
 
 func mustDec(s string) apd.Decimal { return dec.MustParse(s) }
@@ -44,7 +43,7 @@ func TestMarketOrderBecomesADealAtTheQuotedPrice(t *testing.T) {
 	o := opOf(t, &events.OrderRequested{Operation: testOp, Symbol: "EURUSD", Side: "SELL", Type: "MARKET",
 		Volume: mustDec("0.25"), SL: ptr("1.2"), QuotedPrice: ptr("1.10000"), Comment: "hedge"})
 	r := o.req
-	if o.invalid != nil || o.kind != query.KindPlaceOrder || !o.market || o.queued() != events.StatusAccepted {
+	if o.invalid != nil || o.kind != trading.KindPlaceOrder || !o.market() || o.queued() != trading.StatusAccepted {
 		t.Fatalf("operation %+v", o)
 	}
 	if r.Login != 1001 || r.Action != mt5.ActionDeal || r.Type != trading.OrderSell || r.Symbol != "EURUSD" ||
@@ -69,7 +68,7 @@ func TestPendingOrderCarriesTypePricesAndTimeInForce(t *testing.T) {
 			Volume: mustDec("0.01"), Price: ptr("2400.00"), StopLimitPrice: ptr("2399.00"), TP: ptr("2500.00"),
 			TimeInForce: tif, Expiration: 1_800_000_000_000})
 		r := o.req
-		if o.invalid != nil || o.market || o.queued() != events.StatusNew || r.Action != mt5.ActionPending ||
+		if o.invalid != nil || o.market() || o.queued() != trading.StatusNew || r.Action != mt5.ActionPending ||
 			r.Type != trading.OrderBuyStopLimit || r.TypeTime != want || r.Expiration != 1_800_000_000_000 {
 			t.Fatalf("tif %q: %+v %+v", tif, o, r)
 		}
@@ -88,24 +87,24 @@ func TestPendingOrderCarriesTypePricesAndTimeInForce(t *testing.T) {
 func TestModifyCancelCloseAndSLTPRequests(t *testing.T) {
 	o := opOf(t, &events.OrderModifyRequested{Operation: testOp, OrderID: 77, Price: ptr("1.05"), SL: ptr("1.04"),
 		TimeInForce: "GTD", Expiration: 99000})
-	if r := o.req; o.kind != query.KindModifyOrder || r.Action != mt5.ActionModify || r.Order != 77 ||
-		r.TypeTime != trading.TimeSpecified || r.Expiration != 99000 || !r.TP.IsZero() || o.byTag() {
+	if r := o.req; o.kind != trading.KindModifyOrder || r.Action != mt5.ActionModify || r.Order != 77 ||
+		r.TypeTime != trading.TimeSpecified || r.Expiration != 99000 || !r.TP.IsZero() || o.kind.ByTag() {
 		t.Fatalf("modify %+v", o)
 	}
 	o = opOf(t, &events.OrderCancelRequested{Operation: testOp, OrderID: 78})
-	if r := o.req; o.kind != query.KindCancelOrder || r.Action != mt5.ActionRemove || r.Order != 78 || o.byTag() {
+	if r := o.req; o.kind != trading.KindCancelOrder || r.Action != mt5.ActionRemove || r.Order != 78 || o.kind.ByTag() {
 		t.Fatalf("cancel %+v", o)
 	}
 	o = opOf(t, &events.PositionCloseRequested{Operation: testOp, PositionID: 79, Symbol: "EURUSD", Side: "SELL"})
-	if r := o.req; o.kind != query.KindClosePosition || r.Action != mt5.ActionDeal || r.Position != 79 ||
-		!r.Volume.IsZero() || !o.want.IsZero() || !o.byTag() {
+	if r := o.req; o.kind != trading.KindClosePosition || r.Action != mt5.ActionDeal || r.Position != 79 ||
+		!r.Volume.IsZero() || !o.want.IsZero() || !o.kind.ByTag() {
 		t.Fatalf("full close %+v", o)
 	}
 	o = opOf(t, &events.PositionCloseRequested{Operation: testOp, PositionID: 79, Volume: ptr("0.05")})
 	sameDec(t, "partial close volume", o.req.Volume, "0.05")
 	sameDec(t, "partial close want", o.want, "0.05")
 	o = opOf(t, &events.PositionModifyRequested{Operation: testOp, PositionID: 80, TP: ptr("1.3")})
-	if r := o.req; o.kind != query.KindModifyPosition || r.Action != mt5.ActionSLTP || r.Position != 80 || !r.SL.IsZero() {
+	if r := o.req; o.kind != trading.KindModifyPosition || r.Action != mt5.ActionSLTP || r.Position != 80 || !r.SL.IsZero() {
 		t.Fatalf("sltp %+v", o)
 	}
 	if _, ok := newOperation(events.Envelope{}, &events.SweepRequested{Operation: testOp}); ok {
@@ -117,7 +116,7 @@ func TestModifyCancelCloseAndSLTPRequests(t *testing.T) {
 func TestCommentKeepsTheTagWithinTheServersLength(t *testing.T) {
 	long := strings.Repeat("é", 40)
 	o := opOf(t, &events.OrderRequested{Operation: testOp, Type: "MARKET", Side: "BUY", Volume: mustDec("1"), Comment: long})
-	if r := []rune(o.req.Comment); len(r) != mt5.MaxCommentLen || !strings.HasSuffix(o.req.Comment, "#Ab3xY9") {
+	if r := []rune(o.req.Comment); len(r) != trading.MaxPlatformComment || !strings.HasSuffix(o.req.Comment, "#Ab3xY9") {
 		t.Fatalf("comment %q (%d characters)", o.req.Comment, len(r))
 	}
 	bad := testOp

@@ -43,6 +43,11 @@ type kindSpec struct {
 	// riskReducing: it can only lower exposure (cancels, closes, sweeps), so admission lets
 	// it in up to a higher bound than new exposure.
 	riskReducing bool
+	// target is what existing thing it acts on: an order, a position, or nothing (it creates).
+	target Target
+	// createsOrder: the trade server records it as an order (a placement, a close), which a
+	// lookup by its client order id answers.
+	createsOrder bool
 	// queued is the status it shows until answered, by the order type it names.
 	queued func(typ string) Status
 	// done is what a completed request (10009) means for it.
@@ -67,7 +72,7 @@ func marketType(typ string) bool { return typ == TypeMarket }
 
 var kinds = map[Kind]*kindSpec{
 	KindPlaceOrder: {
-		command: "OrderRequested_v1", sent: true, dealsFill: true, byTag: true,
+		command: "OrderRequested_v1", sent: true, dealsFill: true, byTag: true, createsOrder: true,
 		atMarket: marketType,
 		queued: func(typ string) Status {
 			if typ != "" && !marketType(typ) {
@@ -85,14 +90,14 @@ var kinds = map[Kind]*kindSpec{
 		request: placeRequest,
 	},
 	KindModifyOrder: {
-		command: "OrderModifyRequested_v1", sent: true, atMarket: never,
+		command: "OrderModifyRequested_v1", sent: true, atMarket: never, target: TargetOrder,
 		queued: status(StatusNew), done: status(StatusNew),
 		resendApplied: []int{retNoChanges},
 		filled:        "Order modified.",
 		request:       modifyOrderRequest,
 	},
 	KindCancelOrder: {
-		command: "OrderCancelRequested_v1", sent: true, atMarket: never, riskReducing: true,
+		command: "OrderCancelRequested_v1", sent: true, atMarket: never, riskReducing: true, target: TargetOrder,
 		queued: status(StatusAccepted), done: status(StatusCanceled),
 		resendApplied: []int{retPositionClosed, retOrderChanged},
 		filled:        "Order canceled.",
@@ -100,13 +105,14 @@ var kinds = map[Kind]*kindSpec{
 	},
 	KindClosePosition: {
 		command: "PositionCloseRequested_v1", sent: true, dealsFill: true, byTag: true, riskReducing: true,
+		target: TargetPosition, createsOrder: true,
 		atMarket: anyType,
 		queued:   status(StatusAccepted), done: status(StatusFilled),
 		filled:  "Position closed.",
 		request: closePositionRequest,
 	},
 	KindModifyPosition: {
-		command: "PositionModifyRequested_v1", sent: true, atMarket: never,
+		command: "PositionModifyRequested_v1", sent: true, atMarket: never, target: TargetPosition,
 		queued: status(StatusAccepted), done: status(StatusFilled),
 		resendApplied: []int{retNoChanges},
 		filled:        "Position modified.",
@@ -162,6 +168,30 @@ func (k Kind) spec() *kindSpec {
 func KindOf(eventType string) (Kind, bool) {
 	k, ok := kindByCommand[eventType]
 	return k, ok
+}
+
+// Target is what existing thing an operation acts on.
+type Target int
+
+// Targets.
+const (
+	TargetNone     Target = iota // it creates (a placement, a sweep)
+	TargetOrder                  // a pending order (orderId)
+	TargetPosition               // a position (positionId)
+)
+
+// Target is what existing thing operations of kind k act on.
+func (k Kind) Target() Target { return k.spec().target }
+
+// CreatesOrder reports whether the trade server records an operation of kind k as an order
+// (a placement, a close): a lookup of its client order id answers that order.
+func (k Kind) CreatesOrder() bool { return k.spec().createsOrder }
+
+// Rests reports whether an operation of kind k naming order type typ leaves an order resting
+// on the book (a pending placement, an order modification): its answer carries the time in
+// force and the order's price rather than a fill.
+func (k Kind) Rests(typ string) bool {
+	return k == KindPlaceOrder && IsPendingName(typ) || k == KindModifyOrder
 }
 
 // Command is the event type that starts an operation of kind k.
@@ -279,7 +309,6 @@ func closePositionRequest(ev events.Event) Operation {
 	e := ev.(*events.PositionCloseRequested)
 	op := header(e.Operation)
 	op.Symbol, op.Side, op.Volume, op.TargetPositionID, op.SweepID = e.Symbol, e.Side, e.Volume, e.PositionID, e.SweepID
-	op.Type = TypeMarket
 	return op
 }
 

@@ -9,7 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"tradesvc/events"
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/gateway"
 	"tradesvc/query"
 )
@@ -75,7 +77,7 @@ func (s *Switches) ExecutorAlive(context.Context) bool { return !s.ExecutorOff.L
 // Market is an in-memory symbol, quote, tick, day-statistics and bar store.
 type Market struct {
 	mu      sync.RWMutex
-	symbols map[string]query.SymbolSpec
+	symbols map[string]trading.SymbolSpec
 	quotes  map[string]query.Quote
 	ticks   map[string][]query.Quote
 	stats   map[string]query.DayStats
@@ -85,12 +87,12 @@ type Market struct {
 
 // NewMarket returns an empty market with server zone offset 180.
 func NewMarket() *Market {
-	return &Market{symbols: map[string]query.SymbolSpec{}, quotes: map[string]query.Quote{},
+	return &Market{symbols: map[string]trading.SymbolSpec{}, quotes: map[string]query.Quote{},
 		ticks: map[string][]query.Quote{}, stats: map[string]query.DayStats{}, bars: map[string][]query.Bar{}, Offset: 180}
 }
 
 // AddSymbol adds a specification.
-func (m *Market) AddSymbol(s query.SymbolSpec) {
+func (m *Market) AddSymbol(s trading.SymbolSpec) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.symbols[s.Symbol] = s
@@ -121,10 +123,10 @@ func (m *Market) AddBars(symbol string, bars ...query.Bar) {
 }
 
 // Symbols implements query.SymbolReader.
-func (m *Market) Symbols(context.Context) ([]query.SymbolSpec, error) {
+func (m *Market) Symbols(context.Context) ([]trading.SymbolSpec, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]query.SymbolSpec, 0, len(m.symbols))
+	out := make([]trading.SymbolSpec, 0, len(m.symbols))
 	for _, s := range m.symbols {
 		out = append(out, s)
 	}
@@ -132,7 +134,7 @@ func (m *Market) Symbols(context.Context) ([]query.SymbolSpec, error) {
 }
 
 // Symbol implements query.SymbolReader (exact, case-sensitive).
-func (m *Market) Symbol(_ context.Context, name string) (query.SymbolSpec, bool, error) {
+func (m *Market) Symbol(_ context.Context, name string) (trading.SymbolSpec, bool, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	s, ok := m.symbols[name]
@@ -319,26 +321,26 @@ func (c *Clock) Advance(d time.Duration) {
 var ErrDown = errors.New("gwtest: store down")
 
 // EURUSD is a 5-digit FX specification for tests.
-func EURUSD() query.SymbolSpec {
-	return query.SymbolSpec{
+func EURUSD() trading.SymbolSpec {
+	return trading.SymbolSpec{
 		Symbol: "EURUSD", Description: "Euro vs US Dollar", Digits: 5,
 		TickSize: dec.MustParse("0.00001"), TickValue: dec.MustParse("1"), ContractSize: dec.MustParse("100000"),
 		VolumeMin: dec.MustParse("0.01"), VolumeMax: dec.MustParse("100"), VolumeStep: dec.MustParse("0.01"),
 		StopsLevel: 10, FreezeLevel: 0, TradeMode: "FULL", ExecutionMode: "MARKET",
-		FillModes: []query.FillMode{"FOK", "IOC"}, ExpirationModes: []query.ExpirationMode{"GTC", "DAY", "GTD", "GTD_DAY"},
-		OrderModes:   []query.OrderMode{"MARKET", "LIMIT", "STOP", "STOP_LIMIT", "SL", "TP", "CLOSE_BY"},
+		FillModes: []string{"FOK", "IOC"}, ExpirationModes: []string{"GTC", "DAY", "GTD", "GTD_DAY"},
+		OrderModes:   []string{"MARKET", "LIMIT", "STOP", "STOP_LIMIT", "SL", "TP", "CLOSE_BY"},
 		CurrencyBase: "EUR", CurrencyProfit: "USD", CurrencyMargin: "EUR",
 		SwapMode: "BY_POINTS", SwapLong: dec.MustParse("-7.5"), SwapShort: dec.MustParse("2.1"), Swap3Days: "WEDNESDAY",
-		Sessions: map[query.Weekday][]query.Session{
-			"MONDAY": {{Open: "00:00", Close: "24:00"}}, "TUESDAY": {{Open: "00:00", Close: "24:00"}},
-			"WEDNESDAY": {{Open: "00:00", Close: "24:00"}}, "THURSDAY": {{Open: "00:00", Close: "24:00"}},
-			"FRIDAY": {{Open: "00:00", Close: "23:55"}},
+		Sessions: [7][]events.Session{
+			trading.Monday: {{Open: "00:00", Close: "24:00"}}, trading.Tuesday: {{Open: "00:00", Close: "24:00"}},
+			trading.Wednesday: {{Open: "00:00", Close: "24:00"}}, trading.Thursday: {{Open: "00:00", Close: "24:00"}},
+			trading.Friday: {{Open: "00:00", Close: "23:55"}},
 		},
 	}
 }
 
 // XAUUSD is a 2-digit metal specification for tests.
-func XAUUSD() query.SymbolSpec {
+func XAUUSD() trading.SymbolSpec {
 	s := EURUSD()
 	s.Symbol, s.Description, s.Digits = "XAUUSD", "Gold vs US Dollar", 2
 	s.TickSize, s.ContractSize = dec.MustParse("0.01"), dec.MustParse("100")
@@ -351,8 +353,8 @@ func XAUUSD() query.SymbolSpec {
 type Operations struct{}
 
 // Operation implements query.OperationReader.
-func (Operations) Operation(context.Context, string) (query.Operation, bool, error) {
-	return query.Operation{}, false, nil
+func (Operations) Operation(context.Context, string) (trading.Operation, bool, error) {
+	return trading.Operation{}, false, nil
 }
 
 // WatchOperation implements query.OperationWatcher.

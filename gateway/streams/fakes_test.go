@@ -2,11 +2,11 @@ package streams
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"tradesvc/query"
 )
 
 // fakeFeed is a change feed fed by the test: publish delivers to every matching subscriber
@@ -16,25 +16,25 @@ type fakeFeed struct {
 	subs []*fakeSub
 }
 
-var errLagged = errors.New("change feed: subscriber lagged")
+var errLagged = query.ErrLagged
 
 type fakeSub struct {
 	match func(int64) bool
-	c     chan Change
+	c     chan query.Change
 	done  chan struct{}
 	once  sync.Once
 	err   error
 }
 
-func (f *fakeFeed) Subscribe(match func(int64) bool, buf int) Subscription {
-	s := &fakeSub{match: match, c: make(chan Change, buf), done: make(chan struct{})}
+func (f *fakeFeed) Subscribe(match func(int64) bool, buf int) query.Subscription {
+	s := &fakeSub{match: match, c: make(chan query.Change, buf), done: make(chan struct{})}
 	f.mu.Lock()
 	f.subs = append(f.subs, s)
 	f.mu.Unlock()
 	return s
 }
 
-func (f *fakeFeed) publish(ch Change) {
+func (f *fakeFeed) publish(ch query.Change) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, s := range f.subs {
@@ -72,10 +72,10 @@ func (s *fakeSub) end(err error) {
 	})
 }
 
-func (s *fakeSub) C() <-chan Change      { return s.c }
-func (s *fakeSub) Done() <-chan struct{} { return s.done }
-func (s *fakeSub) Err() error            { <-s.done; return s.err }
-func (s *fakeSub) Close()                { s.end(nil) }
+func (s *fakeSub) C() <-chan query.Change { return s.c }
+func (s *fakeSub) Done() <-chan struct{}  { return s.done }
+func (s *fakeSub) Err() error             { <-s.done; return s.err }
+func (s *fakeSub) Close()                 { s.end(nil) }
 
 // fakeKeys is the gateway's key cache.
 type fakeKeys struct {
@@ -104,10 +104,10 @@ func (f *fakeSwitches) TradingEnabled(context.Context) bool { return !f.off.Load
 // them in Postgres; its own test checks the same rules there).
 type memListenKeys struct {
 	mu   sync.Mutex
-	keys map[string]*ListenKey
+	keys map[string]*query.ListenKey
 }
 
-func (m *memListenKeys) active(apiKeyID int64, key string, now time.Time) *ListenKey {
+func (m *memListenKeys) active(apiKeyID int64, key string, now time.Time) *query.ListenKey {
 	for _, k := range m.keys {
 		if k.APIKeyID == apiKeyID && k.Active(now) && (key == "" || k.Key == key) {
 			return k
@@ -116,7 +116,7 @@ func (m *memListenKeys) active(apiKeyID int64, key string, now time.Time) *Liste
 	return nil
 }
 
-func (m *memListenKeys) Create(_ context.Context, c ListenKey, now time.Time) (ListenKey, error) {
+func (m *memListenKeys) Create(_ context.Context, c query.ListenKey, now time.Time) (query.ListenKey, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if k := m.active(c.APIKeyID, "", now); k != nil {
@@ -131,34 +131,34 @@ func (m *memListenKeys) Create(_ context.Context, c ListenKey, now time.Time) (L
 	return c, nil
 }
 
-func (m *memListenKeys) Extend(_ context.Context, apiKeyID int64, key string, now, exp time.Time) (ListenKey, bool, error) {
+func (m *memListenKeys) Extend(_ context.Context, apiKeyID int64, key string, now, exp time.Time) (query.ListenKey, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := m.active(apiKeyID, key, now)
 	if k == nil {
-		return ListenKey{}, false, nil
+		return query.ListenKey{}, false, nil
 	}
 	k.ExpiresAt = exp
 	return *k, true, nil
 }
 
-func (m *memListenKeys) Delete(_ context.Context, apiKeyID int64, key string, now time.Time) (ListenKey, bool, error) {
+func (m *memListenKeys) Delete(_ context.Context, apiKeyID int64, key string, now time.Time) (query.ListenKey, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := m.active(apiKeyID, key, now)
 	if k == nil {
-		return ListenKey{}, false, nil
+		return query.ListenKey{}, false, nil
 	}
 	k.Deleted = true
 	return *k, true, nil
 }
 
-func (m *memListenKeys) Get(_ context.Context, key string) (ListenKey, bool, error) {
+func (m *memListenKeys) Get(_ context.Context, key string) (query.ListenKey, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k, ok := m.keys[key]
 	if !ok {
-		return ListenKey{}, false, nil
+		return query.ListenKey{}, false, nil
 	}
 	return *k, true, nil
 }
@@ -175,7 +175,7 @@ type userEnv struct {
 func startUsers(t *testing.T, cfg Config) *userEnv {
 	t.Helper()
 	e := &userEnv{feed: &fakeFeed{}, keys: &fakeKeys{keys: map[string]KeyScope{}}, switches: &fakeSwitches{},
-		store: &memListenKeys{keys: map[string]*ListenKey{}}}
+		store: &memListenKeys{keys: map[string]*query.ListenKey{}}}
 	e.testServer = startServer(t, cfg, Deps{Changes: e.feed, ListenKeys: e.store, Keys: e.keys, Switches: e.switches})
 	return e
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/gateway/wstest"
 	"tradesvc/infra/leakcheck"
 	"tradesvc/query"
@@ -25,9 +26,9 @@ func TestMain(m *testing.M) { leakcheck.Main(m) }
 // fakeSymbols is the symbol read model of the package tests.
 type fakeSymbols map[string]int32
 
-func (f fakeSymbols) Symbol(_ context.Context, name string) (query.SymbolSpec, bool, error) {
+func (f fakeSymbols) Symbol(_ context.Context, name string) (trading.SymbolSpec, bool, error) {
 	d, ok := f[name]
-	return query.SymbolSpec{Symbol: name, Digits: d}, ok, nil
+	return trading.SymbolSpec{Symbol: name, Digits: d}, ok, nil
 }
 
 var testSymbols = fakeSymbols{"BTCUSD": 2, "EURUSD": 5, "ETHUSD": 2}

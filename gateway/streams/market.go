@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"tradesvc/events"
+	"tradesvc/events/trading"
 	"tradesvc/query"
 )
 
 // SymbolLookup is the symbol read model stream names are checked against (exact,
 // case-sensitive names); it also gives each symbol's digits.
 type SymbolLookup interface {
-	Symbol(ctx context.Context, name string) (query.SymbolSpec, bool, error)
+	Symbol(ctx context.Context, name string) (trading.SymbolSpec, bool, error)
 }
 
 // Topic slots of one symbol: the fixed kinds, then one kline stream per interval.

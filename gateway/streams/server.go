@@ -14,14 +14,15 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"tradesvc/events"
+	"tradesvc/query"
 )
 
 // Deps are what the streams read. Symbols is required; the user data stream is served only
 // when Changes is set, and then needs ListenKeys, Keys and Switches too.
 type Deps struct {
 	Symbols    SymbolLookup
-	Changes    ChangeFeed
-	ListenKeys ListenKeyStore
+	Changes    query.ChangeFeed
+	ListenKeys query.ListenKeyStore
 	Keys       Keys
 	Switches   Switches
 }
@@ -69,7 +70,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.market = newMarket(&s.cfg, deps.Symbols)
 	if deps.Changes != nil {
-		s.users = &Users{cfg: &s.cfg, pace: s.pace, feed: deps.Changes, keys: deps.Keys, switches: deps.Switches,
+		s.users = &Users{cfg: &s.cfg, pace: s.pace, feed: deps.Changes, symbols: deps.Symbols, keys: deps.Keys, switches: deps.Switches,
 			store: deps.ListenKeys, log: cfg.Logger, open: make(map[string]map[*userConn]struct{})}
 	}
 	s.upgrade = fws.New(s.serveConn, fws.Config{HandshakeTimeout: cfg.WriteTimeout, ReadBufferSize: 4096, WriteBufferSize: 4096})

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"tradesvc/query"
 
 	"github.com/fasthttp/websocket"
 )
@@ -81,9 +82,9 @@ type session struct {
 
 	// feed and feedDone are a user stream's change feed (nil on market streams); convert
 	// turns one change into a payload, or nil to skip it; feedEnded decides the close.
-	feed      <-chan Change
+	feed      <-chan query.Change
 	feedDone  <-chan struct{}
-	convert   func(*Change) []byte
+	convert   func(*query.Change) []byte
 	feedEnded func()
 
 	closing     chan struct{}

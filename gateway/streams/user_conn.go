@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"tradesvc/events"
+	"tradesvc/query"
 )
 
 // userConn is one user-data-stream connection: the change feed of the logins in its API
@@ -17,11 +19,11 @@ type userConn struct {
 	*session
 	u     *Users
 	ctx   context.Context
-	lk    ListenKey
+	lk    query.ListenKey
 	keyID int64
 	first KeyScope // the scope the upgrade was admitted with
 	scope atomic.Pointer[map[int64]struct{}]
-	sub   Subscription
+	sub   query.Subscription
 }
 
 // User-stream event kinds; C (the client order id) rides only on DEAL and ORDER_UPDATE.
@@ -31,7 +33,7 @@ var userKinds = map[string]bool{"DEAL": true, "ORDER_UPDATE": true, "POSITION_UP
 // for the key's scope and is known to DELETE /v1/listenKey (which may close it before it
 // even starts). run then serves it on the upgraded connection; release undoes follow when
 // the connection never starts.
-func (u *Users) follow(ctx context.Context, lk ListenKey, ks KeyScope) *userConn {
+func (u *Users) follow(ctx context.Context, lk query.ListenKey, ks KeyScope) *userConn {
 	c := &userConn{session: newSession(u.cfg, u.pace), u: u, ctx: ctx, lk: lk, keyID: ks.ID, first: ks}
 	c.setScope(ks.Logins)
 	c.sub = u.feed.Subscribe(c.inScope, u.cfg.UserBuffer)
@@ -51,7 +53,7 @@ func (c *userConn) run() {
 	defer c.release()
 	c.feed, c.feedDone, c.convert = sub.C(), sub.Done(), c.frame
 	c.feedEnded = func() {
-		if sub.Err() != nil {
+		if errors.Is(sub.Err(), query.ErrLagged) {
 			// Nothing is dropped silently: the client reconnects and resnapshots.
 			c.shut(closeLagging, "stream fell behind; reconnect and resnapshot", nil)
 			return
@@ -152,14 +154,14 @@ func (c *userConn) recheck(ctx context.Context) (time.Time, bool) {
 
 // frame renders one change for this connection: only user-stream kinds of logins still in
 // scope, with C added when this connection's API key owns the client order id.
-func (c *userConn) frame(ch *Change) []byte {
+func (c *userConn) frame(ch *query.Change) []byte {
 	withC, ok := userKinds[ch.Kind]
 	if !ok || !c.inScope(ch.Login) {
 		return nil
 	}
-	ev := bytes.TrimSpace(ch.Event)
-	if len(ev) < 2 || ev[0] != '{' || ev[len(ev)-1] != '}' {
-		c.u.log.Error("streams: change-feed event is not a JSON object", "seq", ch.Seq, "kind", ch.Kind)
+	ev, ok := userFrame(ch.Fact, c.u.digits)
+	if !ok {
+		c.u.log.Error("streams: change-feed row without a renderable fact", "seq", ch.Seq, "kind", ch.Kind)
 		return nil
 	}
 	if !withC || ch.ClientOrderID == "" || ch.APIKeyID != c.keyID {

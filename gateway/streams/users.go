@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"tradesvc/events"
+	"tradesvc/query"
 )
 
 // Users serves the user data stream and the listen-key endpoints: one active listen key per
@@ -16,14 +18,27 @@ import (
 type Users struct {
 	cfg      *Config
 	pace     *pacer
-	feed     ChangeFeed
+	feed     query.ChangeFeed
+	symbols  SymbolLookup
 	keys     Keys
 	switches Switches
-	store    ListenKeyStore
+	store    query.ListenKeyStore
 	log      *slog.Logger
 
 	mu   sync.Mutex
 	open map[string]map[*userConn]struct{} // listen key → its connections on this gateway
+}
+
+// digits is a symbol's price precision for the frames, -1 when the symbol is unknown (the
+// symbol read model is an in-memory snapshot: this costs no round trip).
+func (u *Users) digits(symbol string) int32 {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	spec, ok, err := u.symbols.Symbol(ctx, symbol)
+	if err != nil || !ok {
+		return -1
+	}
+	return spec.Digits
 }
 
 // Rejections of the listen-key endpoints and the user-stream upgrade.
@@ -80,7 +95,7 @@ func (u *Users) CreateListenKey(ctx context.Context, apiKeyID int64, apiKey stri
 		return "", err
 	}
 	now := u.cfg.Clock()
-	lk, err := u.store.Create(ctx, ListenKey{Key: key, APIKeyID: apiKeyID, APIKey: apiKey, CreatedAt: now,
+	lk, err := u.store.Create(ctx, query.ListenKey{Key: key, APIKeyID: apiKeyID, APIKey: apiKey, CreatedAt: now,
 		ExpiresAt: now.Add(u.cfg.ListenKeyLifetime)}, now)
 	if err != nil {
 		return "", fmt.Errorf("create listen key: %w", err)
@@ -129,28 +144,28 @@ func (u *Users) DeleteListenKey(ctx context.Context, apiKeyID int64, listenKey s
 
 // admit checks a user-stream upgrade: trading on (-1017), the listen key active (-1125) and
 // its API key still valid (-1125: a revoked key's listen keys do not exist any more).
-func (u *Users) admit(ctx context.Context, listenKey string) (ListenKey, KeyScope, error) {
+func (u *Users) admit(ctx context.Context, listenKey string) (query.ListenKey, KeyScope, error) {
 	if !validListenKey(listenKey) {
-		return ListenKey{}, KeyScope{}, errNoListenKey
+		return query.ListenKey{}, KeyScope{}, errNoListenKey
 	}
 	if !u.switches.TradingEnabled(ctx) {
-		return ListenKey{}, KeyScope{}, errTradingOff
+		return query.ListenKey{}, KeyScope{}, errTradingOff
 	}
 	lk, ok, err := u.store.Get(ctx, listenKey)
 	if err != nil {
 		u.log.Error("streams: read listen key", "err", err)
-		return ListenKey{}, KeyScope{}, errUnavailable
+		return query.ListenKey{}, KeyScope{}, errUnavailable
 	}
 	if !ok || !lk.Active(u.cfg.Clock()) {
-		return ListenKey{}, KeyScope{}, errNoListenKey
+		return query.ListenKey{}, KeyScope{}, errNoListenKey
 	}
 	ks, ok, err := u.keys.Key(ctx, lk.APIKey)
 	if err != nil {
 		u.log.Error("streams: read api key", "err", err)
-		return ListenKey{}, KeyScope{}, errUnavailable
+		return query.ListenKey{}, KeyScope{}, errUnavailable
 	}
 	if !ok || ks.Revoked || ks.ID != lk.APIKeyID {
-		return ListenKey{}, KeyScope{}, errNoListenKey
+		return query.ListenKey{}, KeyScope{}, errNoListenKey
 	}
 	return lk, ks, nil
 }

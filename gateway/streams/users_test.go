@@ -12,6 +12,8 @@ import (
 	"github.com/fasthttp/websocket"
 
 	"tradesvc/events"
+	"tradesvc/events/dec"
+	"tradesvc/query"
 )
 
 var ctx = context.Background()
@@ -42,8 +44,29 @@ func (e *userEnv) connect(t *testing.T, listenKey string) *client {
 	return c
 }
 
-func event(kind string, login int64, extra string) json.RawMessage {
-	return json.RawMessage(fmt.Sprintf(`{"e":%q,"E":1,"L":%d%s}`, kind, login, extra))
+// change is a change-feed row of kind for login, carrying a fact like the projection's.
+func change(kind string, login int64) query.Change {
+	var f events.Event
+	switch kind {
+	case query.ChangeDeal:
+		f = &events.DealAdded{Login: login, DealID: 7, Symbol: "EURUSD", Volume: dec.MustParse("0.1"),
+			Price: dec.MustParse("1.1"), Comment: "c#000001", Time: 1000}
+	case query.ChangeOrderUpdate:
+		f = &events.OrderChanged{Login: login, Change: "NEW", OrderID: 8, Symbol: "EURUSD", Type: 2, State: 1,
+			VolumeInitial: dec.MustParse("0.1"), VolumeCurrent: dec.MustParse("0.1"), Price: dec.MustParse("1.05"), Time: 1000}
+	case query.ChangePositionUpdate:
+		f = &events.PositionChanged{Login: login, Change: "NEW", PositionID: 9, Symbol: "EURUSD",
+			Volume: dec.MustParse("0.1"), PriceOpen: dec.MustParse("1.1"), Time: 1000}
+	case query.ChangeAccountUpdate:
+		f = &events.AccountChanged{Login: login, Change: "UPDATE", Balance: dec.MustParse("100"), Time: 1000}
+	}
+	return query.Change{Login: login, Kind: kind, Fact: f}
+}
+
+// owned is c as the operation of clientOrderID by key apiKeyID caused it.
+func owned(c query.Change, apiKeyID int64, clientOrderID string) query.Change {
+	c.APIKeyID, c.ClientOrderID = apiKeyID, clientOrderID
+	return c
 }
 
 func wantRejection(t *testing.T, err error, code events.Code) {
@@ -92,26 +115,24 @@ func TestUserStreamDeliversTheKeysLoginsAndCOnlyToTheKeyOwningTheOrder(t *testin
 	_, lk1 := e.newKey(t, 1, 1001, 1002)
 	_, lk2 := e.newKey(t, 2, 1001)
 	c1, c2 := e.connect(t, lk1), e.connect(t, lk2)
-	e.feed.publish(Change{Login: 1001, Kind: "OPERATION", APIKeyID: 1, ClientOrderID: "x", Event: json.RawMessage(`{}`)})
-	e.feed.publish(Change{Login: 1001, Kind: "DEAL", APIKeyID: 1, ClientOrderID: "order-1", Event: event("DEAL", 1001, `,"d":7`)})
-	e.feed.publish(Change{Login: 1001, Kind: "ORDER_UPDATE", APIKeyID: 1, ClientOrderID: "order-1", Event: event("ORDER_UPDATE", 1001, "")})
-	e.feed.publish(Change{Login: 1001, Kind: "POSITION_UPDATE", APIKeyID: 1, ClientOrderID: "order-1", Event: event("POSITION_UPDATE", 1001, "")})
-	e.feed.publish(Change{Login: 9999, Kind: "ACCOUNT_UPDATE", Event: event("ACCOUNT_UPDATE", 9999, "")})
-	e.feed.publish(Change{Login: 1002, Kind: "ACCOUNT_UPDATE", Event: event("ACCOUNT_UPDATE", 1002, "")})
-	e.feed.publish(Change{Login: 1001, Kind: "ACCOUNT_UPDATE", Event: event("ACCOUNT_UPDATE", 1001, "")})
-	want1 := []string{
-		`{"e":"DEAL","E":1,"L":1001,"d":7,"C":"order-1"}`,
-		`{"e":"ORDER_UPDATE","E":1,"L":1001,"C":"order-1"}`,
-		`{"e":"POSITION_UPDATE","E":1,"L":1001}`,
-		`{"e":"ACCOUNT_UPDATE","E":1,"L":1002}`,
-		`{"e":"ACCOUNT_UPDATE","E":1,"L":1001}`,
+	e.feed.publish(owned(query.Change{Login: 1001, Kind: "OPERATION"}, 1, "x"))
+	e.feed.publish(owned(change("DEAL", 1001), 1, "order-1"))
+	e.feed.publish(owned(change("ORDER_UPDATE", 1001), 1, "order-1"))
+	e.feed.publish(owned(change("POSITION_UPDATE", 1001), 1, "order-1"))
+	e.feed.publish(change("ACCOUNT_UPDATE", 9999))
+	e.feed.publish(change("ACCOUNT_UPDATE", 1002))
+	e.feed.publish(change("ACCOUNT_UPDATE", 1001))
+	deal := `{"e":"DEAL","E":1000,"L":1001,"d":7,"o":0,"P":0,"s":"EURUSD","S":"BUY","en":"IN","q":"0.1","p":"1.10000",` +
+		`"rp":"0.0000","n":"0.0000","sw":"0.0000","c":"c#000001","T":1000`
+	order := `{"e":"ORDER_UPDATE","E":1000,"L":1001,"x":"NEW","o":8,"s":"EURUSD","ot":"BUY_LIMIT","X":"NEW","mst":1,` +
+		`"q":"0.1","qr":"0.1","p":"1.05000","sp":"0","sl":"0","tp":"0","tif":"GTC","ts":0,"ex":0`
+	position := `{"e":"POSITION_UPDATE","E":1000,"L":1001,"x":"NEW","i":9,"s":"EURUSD","S":"BUY","q":"0.1","p":"1.10000",` +
+		`"sl":"0","tp":"0","pr":"0.0000","sw":"0.0000","c":"","T":0}`
+	account := func(login string) string {
+		return `{"e":"ACCOUNT_UPDATE","E":1000,"L":` + login + `,"x":"UPDATE","b":"100.0000","cr":"0.0000"}`
 	}
-	want2 := []string{
-		`{"e":"DEAL","E":1,"L":1001,"d":7}`,
-		`{"e":"ORDER_UPDATE","E":1,"L":1001}`,
-		`{"e":"POSITION_UPDATE","E":1,"L":1001}`,
-		`{"e":"ACCOUNT_UPDATE","E":1,"L":1001}`,
-	}
+	want1 := []string{deal + `,"C":"order-1"}`, order + `,"C":"order-1"}`, position, account("1002"), account("1001")}
+	want2 := []string{deal + "}", order + "}", position, account("1001")}
 	for name, tc := range map[string]struct {
 		c    *client
 		want []string
@@ -147,8 +168,8 @@ func TestUserStreamFollowsTheKeysScopeAndClosesWhenNothingRemains(t *testing.T) 
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	e.feed.publish(Change{Login: 1001, Kind: "ACCOUNT_UPDATE", Event: event("ACCOUNT_UPDATE", 1001, "")})
-	e.feed.publish(Change{Login: 1002, Kind: "ACCOUNT_UPDATE", Event: event("ACCOUNT_UPDATE", 1002, "")})
+	e.feed.publish(change("ACCOUNT_UPDATE", 1001))
+	e.feed.publish(change("ACCOUNT_UPDATE", 1002))
 	if m := c.next(); string(m["L"]) != "1002" {
 		t.Fatalf("first frame after the scope change is for login %s, want 1002 (1001 left the scope)", m["L"])
 	}
@@ -166,9 +187,8 @@ func TestALaggingUserStreamIsClosedWith1011(t *testing.T) {
 	for e.feed.subscribers() <= before {
 		time.Sleep(2 * time.Millisecond)
 	}
-	pad := strings.Repeat("x", 1000)
 	for i := 0; i < 5000 && e.feed.subscribers() > before; i++ {
-		e.feed.publish(Change{Login: 1001, Kind: "ACCOUNT_UPDATE", Event: event("ACCOUNT_UPDATE", 1001, `,"pad":"`+pad+`"`)})
+		e.feed.publish(change("ACCOUNT_UPDATE", 1001))
 	}
 	code, reason, frames := slow.closed(time.Minute)
 	if code != websocket.CloseInternalServerErr || !strings.Contains(reason, "resnapshot") {
@@ -210,7 +230,7 @@ func TestKeepaliveMovesTheExpiryOfAnOpenStream(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	e.feed.publish(Change{Login: 1001, Kind: "ACCOUNT_UPDATE", Event: event("ACCOUNT_UPDATE", 1001, "")})
+	e.feed.publish(change("ACCOUNT_UPDATE", 1001))
 	if m := c.next(); string(m["e"]) != `"ACCOUNT_UPDATE"` {
 		t.Fatalf("a kept-alive stream got %v", m)
 	}

@@ -7,15 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"tradesvc/query"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"tradesvc/gateway/streams"
 )
 
-// Store implements streams.ListenKeyStore on a command-side pool (synchronous commit).
+// Store implements query.ListenKeyStore on a command-side pool (synchronous commit).
 type Store struct {
 	pool *pgxpool.Pool
 }
@@ -30,8 +29,8 @@ func New(pool *pgxpool.Pool) (*Store, error) {
 
 const columns = `listen_key, api_key_id, api_key, created_at, expires_at, deleted_at`
 
-func scan(row pgx.Row) (streams.ListenKey, error) {
-	var k streams.ListenKey
+func scan(row pgx.Row) (query.ListenKey, error) {
+	var k query.ListenKey
 	var deleted *time.Time
 	err := row.Scan(&k.Key, &k.APIKeyID, &k.APIKey, &k.CreatedAt, &k.ExpiresAt, &deleted)
 	k.Deleted = deleted != nil
@@ -41,7 +40,7 @@ func scan(row pgx.Row) (streams.ListenKey, error) {
 // Create returns the API key's active listen key at now, or retires a lapsed one and stores
 // candidate. Two concurrent first POSTs of one API key race on the unique index; the loser
 // retries and finds the winner's key.
-func (s *Store) Create(ctx context.Context, candidate streams.ListenKey, now time.Time) (streams.ListenKey, error) {
+func (s *Store) Create(ctx context.Context, candidate query.ListenKey, now time.Time) (query.ListenKey, error) {
 	for attempt := 0; ; attempt++ {
 		k, err := s.create(ctx, candidate, now)
 		var pgErr *pgconn.PgError
@@ -52,8 +51,8 @@ func (s *Store) Create(ctx context.Context, candidate streams.ListenKey, now tim
 	}
 }
 
-func (s *Store) create(ctx context.Context, c streams.ListenKey, now time.Time) (streams.ListenKey, error) {
-	var out streams.ListenKey
+func (s *Store) create(ctx context.Context, c query.ListenKey, now time.Time) (query.ListenKey, error) {
+	var out query.ListenKey
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		cur, err := scan(tx.QueryRow(ctx, `SELECT `+columns+` FROM cmd.listen_keys
 			WHERE api_key_id = $1 AND deleted_at IS NULL FOR UPDATE`, c.APIKeyID))
@@ -73,43 +72,43 @@ func (s *Store) create(ctx context.Context, c streams.ListenKey, now time.Time) 
 		return err
 	})
 	if err != nil {
-		return streams.ListenKey{}, fmt.Errorf("listenkeys: create: %w", err)
+		return query.ListenKey{}, fmt.Errorf("listenkeys: create: %w", err)
 	}
 	return out, nil
 }
 
 // Extend moves the expiry of the API key's active listen key (the named one, or any when
 // listenKey is empty) to expiresAt.
-func (s *Store) Extend(ctx context.Context, apiKeyID int64, listenKey string, now, expiresAt time.Time) (streams.ListenKey, bool, error) {
+func (s *Store) Extend(ctx context.Context, apiKeyID int64, listenKey string, now, expiresAt time.Time) (query.ListenKey, bool, error) {
 	return s.update(ctx, `expires_at = $4`, apiKeyID, listenKey, now, expiresAt)
 }
 
 // Delete deactivates the API key's active listen key (the named one, or any).
-func (s *Store) Delete(ctx context.Context, apiKeyID int64, listenKey string, now time.Time) (streams.ListenKey, bool, error) {
+func (s *Store) Delete(ctx context.Context, apiKeyID int64, listenKey string, now time.Time) (query.ListenKey, bool, error) {
 	return s.update(ctx, `deleted_at = $4`, apiKeyID, listenKey, now, now)
 }
 
-func (s *Store) update(ctx context.Context, set string, apiKeyID int64, listenKey string, now, at time.Time) (streams.ListenKey, bool, error) {
+func (s *Store) update(ctx context.Context, set string, apiKeyID int64, listenKey string, now, at time.Time) (query.ListenKey, bool, error) {
 	k, err := scan(s.pool.QueryRow(ctx, `UPDATE cmd.listen_keys SET `+set+`
 		WHERE api_key_id = $1 AND deleted_at IS NULL AND expires_at > $3 AND ($2 = '' OR listen_key = $2)
 		RETURNING `+columns, apiKeyID, listenKey, now, at))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return streams.ListenKey{}, false, nil
+		return query.ListenKey{}, false, nil
 	}
 	if err != nil {
-		return streams.ListenKey{}, false, fmt.Errorf("listenkeys: update: %w", err)
+		return query.ListenKey{}, false, fmt.Errorf("listenkeys: update: %w", err)
 	}
 	return k, true, nil
 }
 
 // Get reads one listen key, active or not.
-func (s *Store) Get(ctx context.Context, listenKey string) (streams.ListenKey, bool, error) {
+func (s *Store) Get(ctx context.Context, listenKey string) (query.ListenKey, bool, error) {
 	k, err := scan(s.pool.QueryRow(ctx, `SELECT `+columns+` FROM cmd.listen_keys WHERE listen_key = $1`, listenKey))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return streams.ListenKey{}, false, nil
+		return query.ListenKey{}, false, nil
 	}
 	if err != nil {
-		return streams.ListenKey{}, false, fmt.Errorf("listenkeys: get: %w", err)
+		return query.ListenKey{}, false, fmt.Errorf("listenkeys: get: %w", err)
 	}
 	return k, true, nil
 }

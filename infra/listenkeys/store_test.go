@@ -8,16 +8,16 @@ import (
 	"testing"
 	"time"
 
-	"tradesvc/gateway/streams"
 	"tradesvc/infra/listenkeys"
 	"tradesvc/infra/testenv"
+	"tradesvc/query"
 )
 
 var ctx = context.Background()
 
-func candidate(n int, apiKeyID int64, now time.Time) streams.ListenKey {
+func candidate(n int, apiKeyID int64, now time.Time) query.ListenKey {
 	key := fmt.Sprintf("%064d", n)
-	return streams.ListenKey{Key: key, APIKeyID: apiKeyID, APIKey: fmt.Sprintf("api%d", apiKeyID), CreatedAt: now,
+	return query.ListenKey{Key: key, APIKeyID: apiKeyID, APIKey: fmt.Sprintf("api%d", apiKeyID), CreatedAt: now,
 		ExpiresAt: now.Add(time.Hour)}
 }
 

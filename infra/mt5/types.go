@@ -41,13 +41,11 @@ type TradeRequest struct {
 	Expiration int64 // Unix ms; GTD / GTD_DAY
 	Order      int64 // ActionModify / ActionRemove: the pending order ticket
 	Position   int64 // close (ActionDeal) / ActionSLTP: the position ticket
-	// Comment is stored on the order and its deals, truncated to MaxCommentLen characters.
+	// Comment is stored on the order and its deals, truncated to trading.MaxPlatformComment
+	// characters.
 	// The service ends it with its 7-character correlation tag.
 	Comment string
 }
-
-// MaxCommentLen is the longest comment the server stores (MT5 keeps 31 characters).
-const MaxCommentLen = 31
 
 // TradeResult is the in-band dealer answer (MqlTradeResult).
 type TradeResult struct {

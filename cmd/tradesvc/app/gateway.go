@@ -63,7 +63,7 @@ func (a *App) runGateway(ctx context.Context) error {
 	srv, err := gateway.New(gateway.Config{TLS: tlsCfg, Logger: a.log.With("role", "gateway"),
 		OnRequest: a.metrics.HTTPRequest, Streams: a.streamsConfig()},
 		gateway.Deps{Keys: gatewayKeys{store}, Switches: a.switches, Accounts: ref, Clock: a.now,
-			Streams: gateway.StreamDeps{Market: market, Symbols: ref, Changes: streamChanges{feed}, ListenKeys: listenKeys}},
+			Streams: gateway.StreamDeps{Market: market, Symbols: ref, Changes: feed, ListenKeys: listenKeys}},
 		gateway.Application{Commands: commands, Queries: queries})
 	if err != nil {
 		return err

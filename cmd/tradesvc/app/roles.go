@@ -12,6 +12,7 @@ import (
 	"tradesvc/events"
 	"tradesvc/infra/kafka"
 	"tradesvc/infra/kafka/batch"
+	"tradesvc/infra/mt5/relay"
 	"tradesvc/projections"
 )
 
@@ -22,7 +23,7 @@ const heartbeatEvery = 5 * time.Second
 // runExecutor sends the queued commands to the trade server, relays the trade server's feeds
 // to the log and reports liveness; if the executor cannot run, the role stops.
 func (a *App) runExecutor(ctx context.Context) error {
-	cursors, err := executor.NewPGCursors(a.pool)
+	cursors, err := relay.NewPGCursors(a.pool)
 	if err != nil {
 		return err
 	}
@@ -50,7 +51,7 @@ func (a *App) runExecutor(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	relay, err := executor.NewRelay(executor.RelayConfig{OnAppended: a.metrics.RelayAppended,
+	rl, err := relay.NewRelay(relay.RelayConfig{OnAppended: a.metrics.RelayAppended,
 		OnError: func(loop string, err error) { a.exec.relayFailed(a.now(), loop, err) }}, a.port,
 		relayAppender, cursors, log, a.now)
 	if err != nil {
@@ -85,7 +86,7 @@ func (a *App) runExecutor(ctx context.Context) error {
 			}
 		}
 	}))
-	g.Go(untilDone(ctx, "relay", relay.Run))
+	g.Go(untilDone(ctx, "relay", rl.Run))
 	g.Go(untilDone(ctx, "command consumer", exec.Run))
 	return g.Wait()
 }

@@ -56,7 +56,7 @@ func (a *App) commandHandlers(trading *projections.TradingReader, ref *projectio
 		return command.Handlers{}, nil, err
 	}
 	h, err := command.NewHandlers(command.Deps{Records: records, Tags: tags, Log: log, Operations: trading, Orders: trading,
-		Positions: trading, Accounts: ref, Symbols: ref, Quotes: market, QuoteMaxAge: a.cfg.QuoteMaxAge, Now: a.now})
+		Positions: trading, Symbols: ref, Quotes: market, QuoteMaxAge: a.cfg.QuoteMaxAge, Now: a.now})
 	return h, records, err
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
 )
 
@@ -182,8 +183,8 @@ func tag(comment string) string {
 
 func truncComment(c string) string {
 	r := []rune(strings.ToValidUTF8(c, "?"))
-	if len(r) > mt5.MaxCommentLen {
-		r = r[:mt5.MaxCommentLen]
+	if len(r) > trading.MaxPlatformComment {
+		r = r[:trading.MaxPlatformComment]
 	}
 	return string(r)
 }

@@ -1,7 +1,8 @@
-// Package executor is the only client of the trade server. It relays the trade server's
-// facts, ticks and reference data to Kafka, and (the trading path) drains the command topic,
-// sends each operation and appends its outcome.
-package executor
+// Package relay is the trade server's feed into the log: its facts (deals, orders, positions,
+// account balances), ticks and day statistics, symbols, server info and account snapshots,
+// appended to Kafka from durable cursors. It executes nothing: the executor
+// (command/executor) is the only sender of trade requests.
+package relay
 
 import (
 	"context"
@@ -83,7 +84,7 @@ type Relay struct {
 // NewRelay builds a relay.
 func NewRelay(cfg RelayConfig, port mt5.TradeServer, out Appender, cursors CursorStore, log *slog.Logger, now func() time.Time) (*Relay, error) {
 	if port == nil || out == nil || cursors == nil || log == nil || now == nil {
-		return nil, errors.New("executor: relay needs a port, an appender, a cursor store, a logger and a clock")
+		return nil, errors.New("relay: needs a port, an appender, a cursor store, a logger and a clock")
 	}
 	cfg.defaults()
 	return &Relay{cfg: cfg, port: port, out: out, cursors: cursors, log: log, now: now,

@@ -1,11 +1,12 @@
-package command
+package gateway
 
 import (
 	"github.com/cockroachdb/apd/v3"
 
+	"tradesvc/command"
 	"tradesvc/events"
 	"tradesvc/events/dec"
-	"tradesvc/query"
+	"tradesvc/events/trading"
 )
 
 // OrderResponse is the order operation response of POST /v1/order and, in the same shape,
@@ -52,28 +53,37 @@ func (e *RejectedOperation) Error() string {
 // HTTPStatus is the status of the rejection's code.
 func (e *RejectedOperation) HTTPStatus() int { return e.Code.HTTPStatus() }
 
+// The responses of the trading endpoints, rendered from the command handlers' typed results.
+
+// RenderCoverage is what the responses handle: the kind of each TRADE route (a sweep renders
+// as RenderSweep, its legs as Render). Render itself asks the kind table, never the kind.
+func RenderCoverage() trading.Coverage {
+	return trading.Coverage{Place: "responses (gateway)", KindsDeclared: true,
+		Kinds: []trading.Kind{trading.KindPlaceOrder, trading.KindModifyOrder, trading.KindCancelOrder,
+			trading.KindClosePosition, trading.KindModifyPosition, trading.KindCloseAll}}
+}
+
 // Render turns a Result into the response body, or the RejectedOperation to answer instead.
 // A fresh answer to ACK (Known false) carries no orderId, dealId, positionId, price or
 // executedVolume: nothing is confirmed yet.
-func Render(res Result, transactTime int64) (OrderResponse, *RejectedOperation) {
+func Render(res command.Result, transactTime int64) (OrderResponse, *RejectedOperation) {
 	op := res.Op
-	switch op.Status {
-	case events.StatusRejected, events.StatusInDoubt:
+	if op.Status.IsRefusal() {
 		code, msg := events.Code(op.Code), op.Msg
 		if code == 0 {
 			code = events.CodeNewOrderRejected
-			if op.Status == events.StatusInDoubt {
+			if op.Status == trading.StatusInDoubt {
 				code = events.CodeStatusUnknown
 			}
 		}
 		if msg == "" {
 			msg = defaultMsg(op.Status)
 		}
-		return OrderResponse{}, &RejectedOperation{Code: code, Msg: msg, Retcode: op.Retcode, Status: op.Status,
+		return OrderResponse{}, &RejectedOperation{Code: code, Msg: msg, Retcode: op.Retcode, Status: string(op.Status),
 			ClientOrderID: op.ClientOrderID, Login: op.Login}
 	}
 	r := OrderResponse{Login: op.Login, ClientOrderID: op.ClientOrderID, OrigClientOrderID: res.OrigClientOrderID,
-		Symbol: op.Symbol, Side: op.Side, Type: op.Type, Status: op.Status, MT5RetCode: op.Retcode, TransactTime: transactTime}
+		Symbol: op.Symbol, Side: op.Side, Type: op.Type, Status: string(op.Status), MT5RetCode: op.Retcode, TransactTime: transactTime}
 	px := func(d *apd.Decimal) string {
 		if d == nil || d.IsZero() {
 			return ""
@@ -84,22 +94,22 @@ func Render(res Result, transactTime int64) (OrderResponse, *RejectedOperation) 
 		r.Volume = dec.String(*op.Volume)
 	}
 	r.SL, r.TP = px(op.SL), px(op.TP)
-	pending := op.Kind == query.KindPlaceOrder && IsPendingType(op.Type) || op.Kind == query.KindModifyOrder
+	pending := op.Kind.Rests(op.Type)
 	if pending {
 		r.TimeInForce, r.Expiration = op.TimeInForce, op.Expiration
 	}
-	switch op.Kind {
-	case query.KindModifyOrder, query.KindCancelOrder:
+	// An operation on an existing order or position answers with it; one that executes (a
+	// close) goes on to its fill.
+	switch op.Kind.Target() {
+	case trading.TargetOrder:
 		r.OrderID = op.TargetOrderID
 		r.Price = px(op.Price)
-		return r, nil
-	case query.KindModifyPosition:
+	case trading.TargetPosition:
 		r.PositionID = op.TargetPositionID
 		r.Type = ""
+	}
+	if op.Kind.Target() != trading.TargetNone && !op.Kind.DealsFill() {
 		return r, nil
-	case query.KindClosePosition:
-		r.PositionID = op.TargetPositionID
-		r.Type = ""
 	}
 	if !res.Known {
 		return r, nil
@@ -120,8 +130,8 @@ func Render(res Result, transactTime int64) (OrderResponse, *RejectedOperation) 
 	return r, nil
 }
 
-func defaultMsg(status string) string {
-	if status == events.StatusInDoubt {
+func defaultMsg(status trading.Status) string {
+	if status == trading.StatusInDoubt {
 		return "Execution status unknown; retry only with the same newClientOrderId."
 	}
 	return "The operation was rejected."
@@ -154,12 +164,12 @@ type SweepLegResponse struct {
 }
 
 // RenderSweep renders a sweep's answer.
-func RenderSweep(res SweepResult, transactTime int64) SweepResponse {
+func RenderSweep(res command.SweepResult, transactTime int64) SweepResponse {
 	out := SweepResponse{Login: res.Login, ClientOrderID: res.ClientOrderID, Requested: len(res.Legs),
 		Legs: make([]SweepLegResponse, 0, len(res.Legs)), TransactTime: transactTime}
 	for _, leg := range res.Legs {
-		body, rej := Render(Result{Op: leg.Op, Known: true, Digits: leg.Digits}, transactTime)
-		l := SweepLegResponse{PositionID: leg.PositionID, Symbol: leg.Op.Symbol, Side: leg.Op.Side, Status: leg.Op.Status}
+		body, rej := Render(command.Result{Op: leg.Op, Known: true, Digits: leg.Digits}, transactTime)
+		l := SweepLegResponse{PositionID: leg.PositionID, Symbol: leg.Op.Symbol, Side: leg.Op.Side, Status: string(leg.Op.Status)}
 		if rej != nil {
 			l.Code, l.Msg, l.MT5RetCode = int(rej.Code), rej.Msg, rej.Retcode
 		} else {

@@ -1,4 +1,4 @@
-package executor_test
+package relay_test
 
 import (
 	"context"
@@ -6,19 +6,19 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/cockroachdb/apd/v3"
 
-	"tradesvc/command/executor"
 	"tradesvc/events"
 	"tradesvc/events/dec"
 	"tradesvc/events/trading"
 	"tradesvc/infra/kafka"
+	"tradesvc/infra/kafka/kafkatest"
 	"tradesvc/infra/mt5"
+	"tradesvc/infra/mt5/relay"
 	"tradesvc/infra/mt5/sim"
 	"tradesvc/infra/testenv"
 )
@@ -28,95 +28,8 @@ import (
 // weekends and the test must not depend on the wall clock.
 var riTuesdayNoon = time.Date(2026, 11, 17, 9, 0, 0, 0, time.UTC)
 
-// riRecord is one message read back from a topic.
-type riRecord struct {
-	Partition int32
-	Offset    int64
-	Key       string
-	Env       events.Envelope
-	Event     events.Event
-}
-
-// riReader follows every partition of a physical topic from the oldest offset, outside any
-// consumer group, and keeps what it read (in offset order per partition).
-type riReader struct {
-	t    *testing.T
-	name string
-	mu   sync.Mutex
-	recs []riRecord
-}
-
-func riFollow(t *testing.T, ctx context.Context, brokers []string, kcfg kafka.Config, topic events.Topic) *riReader {
-	t.Helper()
-	r := &riReader{t: t, name: kcfg.Topic(topic.Name)}
-	client, err := sarama.NewClient(brokers, kcfg.ConsumerConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	consumer, err := sarama.NewConsumerFromClient(client)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait(); consumer.Close(); client.Close() })
-	for p := int32(0); p < topic.Partitions; p++ {
-		pc, err := consumer.ConsumePartition(r.name, p, sarama.OffsetOldest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer pc.Close()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case m, ok := <-pc.Messages():
-					if !ok {
-						return
-					}
-					rec := riRecord{Partition: m.Partition, Offset: m.Offset, Key: string(m.Key)}
-					env, err := events.UnmarshalEnvelope(m.Value)
-					if err == nil {
-						rec.Env = env
-						rec.Event, _ = events.Decode(env)
-					}
-					r.mu.Lock()
-					r.recs = append(r.recs, rec)
-					r.mu.Unlock()
-				}
-			}
-		}()
-	}
-	return r
-}
-
-func (r *riReader) snapshot() []riRecord {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]riRecord(nil), r.recs...)
-}
-
-// waitFor polls until cond holds on what was read, failing the test after d.
-func (r *riReader) waitFor(d time.Duration, what string, cond func([]riRecord) bool) []riRecord {
-	r.t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		recs := r.snapshot()
-		if cond(recs) {
-			return recs
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("%s: not seen on %s within %s (%d messages read)", what, r.name, d, len(recs))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // riFactSeqs returns the Seq of every trade fact read, and how many times each came.
-func riFactSeqs(recs []riRecord) map[uint64]int {
+func riFactSeqs(recs []kafkatest.Record) map[uint64]int {
 	out := map[uint64]int{}
 	for _, r := range recs {
 		if s, ok := riSeq(r.Event); ok {
@@ -157,8 +70,8 @@ type riEnv struct {
 	kcfg    kafka.Config
 	brokers []string
 	out     *kafka.Appender
-	cursors *executor.PGCursors
-	cfg     executor.RelayConfig
+	cursors *relay.PGCursors
+	cfg     relay.RelayConfig
 }
 
 func riSetup(t *testing.T) *riEnv {
@@ -180,7 +93,7 @@ func riSetup(t *testing.T) *riEnv {
 	}
 
 	pool := testenv.MigratedPG(t)
-	if e.cursors, err = executor.NewPGCursors(pool); err != nil {
+	if e.cursors, err = relay.NewPGCursors(pool); err != nil {
 		t.Fatal(err)
 	}
 
@@ -192,7 +105,7 @@ func riSetup(t *testing.T) *riEnv {
 	t.Cleanup(func() { s.Close() })
 	e.sim = s
 	// Small batches so a handful of facts spans several appends; fast polls so the test is quick.
-	e.cfg = executor.RelayConfig{Batch: 4, AccountsEvery: 40 * time.Millisecond,
+	e.cfg = relay.RelayConfig{Batch: 4, AccountsEvery: 40 * time.Millisecond,
 		ReferenceEvery: 80 * time.Millisecond, StatsEvery: 40 * time.Millisecond}
 	return e
 }
@@ -201,7 +114,7 @@ func riSetup(t *testing.T) *riEnv {
 // function stops it and waits until Run has returned.
 func (e *riEnv) start() (stop func()) {
 	e.t.Helper()
-	r, err := executor.NewRelay(e.cfg, e.sim, e.out, e.cursors, testenv.Logger(), time.Now)
+	r, err := relay.NewRelay(e.cfg, e.sim, e.out, e.cursors, testenv.Logger(), time.Now)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -277,7 +190,7 @@ func riDecEq(t *testing.T, what string, got, want apd.Decimal) {
 }
 
 // riCheckFact asserts that ev carries exactly what fact f says.
-func riCheckFact(t *testing.T, rec riRecord, f mt5.Fact) {
+func riCheckFact(t *testing.T, rec kafkatest.Record, f mt5.Fact) {
 	t.Helper()
 	wantKey := strconv.FormatInt(f.Login, 10)
 	if rec.Key != wantKey || rec.Env.Key != wantKey {
@@ -352,7 +265,7 @@ func riCheckFact(t *testing.T, rec riRecord, f mt5.Fact) {
 // distinct Seq read back are exactly 1..M with at most one batch appended twice.
 func TestRelayFactsReachTradesTopicAndResumeFromCursor(t *testing.T) {
 	e := riSetup(t)
-	trades := riFollow(t, e.ctx, e.brokers, e.kcfg, events.TopicTrades())
+	trades := kafkatest.Follow(t, e.ctx, e.brokers, e.kcfg, events.TopicTrades())
 	stop := e.start()
 
 	e.deposit(1001, "250.50")
@@ -374,10 +287,10 @@ func TestRelayFactsReachTradesTopicAndResumeFromCursor(t *testing.T) {
 		}
 	}
 
-	recs := trades.waitFor(15*time.Second, fmt.Sprintf("facts 1..%d", n), func(r []riRecord) bool {
+	recs := trades.WaitFor(15*time.Second, fmt.Sprintf("facts 1..%d", n), func(r []kafkatest.Record) bool {
 		return riHasAll(riFactSeqs(r), n)
 	})
-	bySeq := map[uint64]riRecord{}
+	bySeq := map[uint64]kafkatest.Record{}
 	for _, r := range recs {
 		if r.Event == nil {
 			t.Fatalf("trades topic: undecodable message at %d/%d (type %q)", r.Partition, r.Offset, r.Env.Type)
@@ -421,7 +334,7 @@ func TestRelayFactsReachTradesTopicAndResumeFromCursor(t *testing.T) {
 	}
 
 	e.start()
-	recs = trades.waitFor(15*time.Second, fmt.Sprintf("facts 1..%d", m), func(r []riRecord) bool {
+	recs = trades.WaitFor(15*time.Second, fmt.Sprintf("facts 1..%d", m), func(r []kafkatest.Record) bool {
 		return riHasAll(riFactSeqs(r), m)
 	})
 	seqs := riFactSeqs(recs)
@@ -438,7 +351,7 @@ func TestRelayFactsReachTradesTopicAndResumeFromCursor(t *testing.T) {
 	if dups > e.cfg.Batch {
 		t.Errorf("%d facts appended twice; at most one batch (%d) may repeat", dups, e.cfg.Batch)
 	}
-	bySeq = map[uint64]riRecord{}
+	bySeq = map[uint64]kafkatest.Record{}
 	for _, r := range recs {
 		s, _ := riSeq(r.Event)
 		bySeq[s] = r
@@ -448,7 +361,7 @@ func TestRelayFactsReachTradesTopicAndResumeFromCursor(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		pos, err := e.cursors.Load(e.ctx, executor.CursorFacts)
+		pos, err := e.cursors.Load(e.ctx, relay.CursorFacts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -468,7 +381,7 @@ var riHHMM = regexp.MustCompile(`^([01][0-9]|2[0-4]):[0-5][0-9]$`)
 // and every account to the reference topic; afterwards only what changed.
 func TestRelayReferenceDataPublishedOnceAndOnChange(t *testing.T) {
 	e := riSetup(t)
-	ref := riFollow(t, e.ctx, e.brokers, e.kcfg, events.TopicReference())
+	ref := kafkatest.Follow(t, e.ctx, e.brokers, e.kcfg, events.TopicReference())
 	symbols, err := e.sim.Symbols(e.ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -482,7 +395,7 @@ func TestRelayReferenceDataPublishedOnceAndOnChange(t *testing.T) {
 	}
 	initial := 1 + len(symbols) + len(accounts)
 	e.start()
-	recs := ref.waitFor(15*time.Second, "initial reference data", func(r []riRecord) bool { return len(r) >= initial })
+	recs := ref.WaitFor(15*time.Second, "initial reference data", func(r []kafkatest.Record) bool { return len(r) >= initial })
 
 	gotSym := map[string]*events.SymbolSpecified{}
 	gotAcc := map[int64]*events.AccountSnapshot{}
@@ -586,7 +499,7 @@ func TestRelayReferenceDataPublishedOnceAndOnChange(t *testing.T) {
 
 	// Nothing changes: many account polls and several reference polls append nothing.
 	time.Sleep(15 * e.cfg.AccountsEvery)
-	if got := len(ref.snapshot()); got != initial {
+	if got := len(ref.Snapshot()); got != initial {
 		t.Fatalf("%d reference messages appended with nothing changed", got-initial)
 	}
 
@@ -596,9 +509,9 @@ func TestRelayReferenceDataPublishedOnceAndOnChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref.waitFor(10*time.Second, "snapshot of 1004 after a deposit", func(r []riRecord) bool { return len(r) > initial })
+	ref.WaitFor(10*time.Second, "snapshot of 1004 after a deposit", func(r []kafkatest.Record) bool { return len(r) > initial })
 	time.Sleep(10 * e.cfg.AccountsEvery)
-	recs = ref.snapshot()
+	recs = ref.Snapshot()
 	if len(recs) != initial+1 {
 		t.Fatalf("%d reference messages after one deposit, want exactly 1", len(recs)-initial)
 	}
@@ -616,7 +529,7 @@ func TestRelayReferenceDataPublishedOnceAndOnChange(t *testing.T) {
 // TickReceived, every tick of the feed once, with Seq increasing within each partition.
 func TestRelayTicksReachTicksTopic(t *testing.T) {
 	e := riSetup(t)
-	ticks := riFollow(t, e.ctx, e.brokers, e.kcfg, events.TopicTicks())
+	ticks := kafkatest.Follow(t, e.ctx, e.brokers, e.kcfg, events.TopicTicks())
 	e.start()
 	if err := e.sim.SetQuote("EURUSD", dec.MustParse("1.10000"), dec.MustParse("1.10012")); err != nil {
 		t.Fatal(err)
@@ -642,7 +555,7 @@ func TestRelayTicksReachTicksTopic(t *testing.T) {
 	for _, tk := range held {
 		want[tk.Seq] = tk
 	}
-	tickSeqs := func(r []riRecord) map[uint64]*events.TickReceived {
+	tickSeqs := func(r []kafkatest.Record) map[uint64]*events.TickReceived {
 		out := map[uint64]*events.TickReceived{}
 		for _, rec := range r {
 			if tk, ok := rec.Event.(*events.TickReceived); ok {
@@ -651,7 +564,7 @@ func TestRelayTicksReachTicksTopic(t *testing.T) {
 		}
 		return out
 	}
-	recs := ticks.waitFor(15*time.Second, fmt.Sprintf("%d ticks", len(want)), func(r []riRecord) bool {
+	recs := ticks.WaitFor(15*time.Second, fmt.Sprintf("%d ticks", len(want)), func(r []kafkatest.Record) bool {
 		got := tickSeqs(r)
 		for s := range want {
 			if got[s] == nil {

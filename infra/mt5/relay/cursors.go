@@ -1,4 +1,4 @@
-package executor
+package relay
 
 import (
 	"context"
@@ -15,7 +15,7 @@ type PGCursors struct{ pool *pgxpool.Pool }
 // NewPGCursors builds the store.
 func NewPGCursors(pool *pgxpool.Pool) (*PGCursors, error) {
 	if pool == nil {
-		return nil, errors.New("executor: cursor store needs a pool")
+		return nil, errors.New("relay: cursor store needs a pool")
 	}
 	return &PGCursors{pool: pool}, nil
 }

@@ -1,0 +1,9 @@
+package trading
+
+import (
+	"testing"
+
+	"tradesvc/infra/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
