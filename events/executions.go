@@ -1,6 +1,10 @@
 package events
 
-import "github.com/cockroachdb/apd/v3"
+import (
+	"sort"
+
+	"github.com/cockroachdb/apd/v3"
+)
 
 // Execution statuses carried by ExecutionOutcome.
 const (
@@ -93,4 +97,59 @@ func (e *ExecutionOutcome) AccountLogin() int64 { return e.Login }
 func init() {
 	register(func() Event { return &ExecutionSent{} })
 	register(func() Event { return &ExecutionOutcome{} })
+}
+
+// Add puts a trade-server fact (DealAdded, OrderChanged, PositionChanged, AccountChanged) in
+// its list; ok is false for any other event.
+func (f *ExecutionFacts) Add(ev Event) bool {
+	switch x := ev.(type) {
+	case *DealAdded:
+		f.Deals = append(f.Deals, *x)
+	case *OrderChanged:
+		f.Orders = append(f.Orders, *x)
+	case *PositionChanged:
+		f.Positions = append(f.Positions, *x)
+	case *AccountChanged:
+		f.Accounts = append(f.Accounts, *x)
+	default:
+		return false
+	}
+	return true
+}
+
+// Events lists the facts in feed-sequence order (the order the trade server produced them).
+func (f *ExecutionFacts) Events() []Event {
+	if f == nil {
+		return nil
+	}
+	out := make([]Event, 0, len(f.Deals)+len(f.Orders)+len(f.Positions)+len(f.Accounts))
+	for i := range f.Deals {
+		out = append(out, &f.Deals[i])
+	}
+	for i := range f.Orders {
+		out = append(out, &f.Orders[i])
+	}
+	for i := range f.Positions {
+		out = append(out, &f.Positions[i])
+	}
+	for i := range f.Accounts {
+		out = append(out, &f.Accounts[i])
+	}
+	sort.SliceStable(out, func(i, j int) bool { return factSeq(out[i]) < factSeq(out[j]) })
+	return out
+}
+
+// factSeq is a fact's feed sequence.
+func factSeq(ev Event) uint64 {
+	switch x := ev.(type) {
+	case *DealAdded:
+		return x.Seq
+	case *OrderChanged:
+		return x.Seq
+	case *PositionChanged:
+		return x.Seq
+	case *AccountChanged:
+		return x.Seq
+	}
+	return 0
 }

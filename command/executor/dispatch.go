@@ -10,7 +10,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"tradesvc/events"
 	"tradesvc/infra/kafka/batch"
 )
 
@@ -24,8 +23,9 @@ var errShutdown = errors.New("executor: shutting down")
 const flushTimeout = 5 * time.Second
 
 // handle executes one partition's batch: commands already decided are skipped (one query
-// for the batch), accounts are served concurrently, each account's operations in order; then
-// every outcome is appended in one batch and stored in one statement.
+// for the batch), accounts are served concurrently, each account's operations in order, and
+// each outcome goes to the log as soon as it is decided (flush.go). The batch is done (its
+// offset marked) once every outcome is in the log.
 func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 	ops := x.decodeOperations(msgs)
 	if len(ops) == 0 {
@@ -54,7 +54,7 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 		byLogin[o.op.Login] = append(byLogin[o.op.Login], o)
 	}
 
-	decided := make([][]decision, len(logins))
+	appended := make([][]<-chan error, len(logins))
 	var failed atomic.Bool
 	var firstErr error
 	var errOnce sync.Once
@@ -79,57 +79,24 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 					errOnce.Do(func() { firstErr = err })
 					return nil
 				}
-				decided[i] = append(decided[i], d)
+				appended[i] = append(appended[i], x.flush.push(d))
 			}
 			return nil
 		})
 	}
 	_ = g.Wait() // the goroutines report through firstErr, so that none cancels the others' sends
-
-	var all []decision
-	for _, ds := range decided {
-		all = append(all, ds...)
+	var errs []error
+	for _, dones := range appended {
+		for _, done := range dones {
+			if err := <-done; err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
-	wctx := ctx
-	if firstErr != nil || ctx.Err() != nil {
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
-		defer cancel()
-	}
-	if err := x.record(wctx, all); err != nil {
-		return errors.Join(firstErr, err)
+	if len(errs) > 0 {
+		return errors.Join(firstErr, errs[0])
 	}
 	return firstErr
-}
-
-// record appends the execution events of ds in one batch, then stores the outcomes. The
-// append is retried until it succeeds or ctx ends: the outcomes are known now, and a
-// redelivered batch could only reconcile them.
-func (x *Executor) record(ctx context.Context, ds []decision) error {
-	if len(ds) == 0 {
-		return nil
-	}
-	evs := make([]events.Event, 0, 2*len(ds))
-	for _, d := range ds {
-		if d.sent != nil {
-			evs = append(evs, d.sent)
-		}
-		evs = append(evs, d.outcome)
-	}
-	if err := retry(ctx, func() error { return x.cfg.Out.Append(ctx, events.TopicExecutions(), evs...) }); err != nil {
-		return fmt.Errorf("append %d execution events: %w", len(evs), err)
-	}
-	// The outcomes are in the log: the batch is decided. Storing them in cmd.executions only
-	// lets a redelivered command be skipped sooner, so it does not hold up the next batch.
-	x.store.decidedLater(ds, x.log)
-	for _, d := range ds {
-		x.log.Debug("operation decided", "operationId", d.op.op.OperationID, "attempt", d.op.op.Attempt,
-			"kind", d.op.kind, "status", d.outcome.Status, "code", d.outcome.Code, "retcode", d.outcome.Retcode)
-		if x.cfg.OnOutcome != nil {
-			x.cfg.OnOutcome(string(d.op.kind), d.outcome.Status, d.took)
-		}
-	}
-	return nil
 }
 
 // retry runs f until it succeeds or ctx ends, pausing a little longer after each failure.

@@ -73,7 +73,8 @@ func (x *Executor) dispatch(ctx context.Context, o *operation) (decision, error)
 	if err != nil {
 		return decision{}, err
 	}
-	return decision{sent: sentEvent(o, now), outcome: out}, nil
+	out.SentAt = now.UnixMilli()
+	return decision{outcome: out}, nil
 }
 
 // recover decides an operation recorded as sent whose outcome never reached the log: the
@@ -86,7 +87,8 @@ func (x *Executor) recover(ctx context.Context, o *operation, sentAt time.Time) 
 		if err != nil {
 			return decision{}, err
 		}
-		return decision{sent: sentEvent(o, now), outcome: out}, nil
+		out.SentAt = now.UnixMilli()
+		return decision{outcome: out}, nil
 	}
 	now := x.cfg.Now().UnixMilli()
 	out, ev, err := x.reconcile(ctx, o, now)
@@ -99,7 +101,8 @@ func (x *Executor) recover(ctx context.Context, o *operation, sentAt time.Time) 
 	if ev == noEvidence || err != nil {
 		out = refused(o, trading.StatusInDoubt, events.CodeStatusUnknown, msgUnknown, now)
 	}
-	return decision{sent: sentEvent(o, sentAt), outcome: out}, nil
+	out.SentAt = sentAt.UnixMilli()
+	return decision{outcome: out}, nil
 }
 
 // send hands the request to the trade server and maps what came back (docs/trading.md, the
@@ -168,11 +171,6 @@ func (x *Executor) cancelResent(ctx context.Context, o *operation, res mt5.Trade
 		}
 	}
 	return out, nil
-}
-
-func sentEvent(o *operation, at time.Time) *events.ExecutionSent {
-	return &events.ExecutionSent{OperationID: o.op.OperationID, Login: o.op.Login, Tag: o.op.Tag,
-		Attempt: o.op.Attempt, SentAt: at.UnixMilli()}
 }
 
 // interrupted reports whether err comes from the shutdown rather than the trade server.

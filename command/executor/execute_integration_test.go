@@ -15,8 +15,9 @@ import (
 )
 
 // Every kind of operation, sent to the trade server and answered in band, reaches the
-// executions topic as ExecutionSent + ExecutionOutcome with the answer's status, retcode,
-// tickets, price and volume, and the simulator holds exactly what the operations did.
+// executions topic as one ExecutionOutcome with the answer's status, retcode, tickets, price
+// and volume, the time it was sent and the facts it caused, and the simulator holds exactly
+// what the operations did.
 func TestExecutorSendsEveryKindAndReportsTheAnswer(t *testing.T) {
 	e := exSetup(t)
 	e.start()
@@ -40,11 +41,19 @@ func TestExecutorSendsEveryKindAndReportsTheAnswer(t *testing.T) {
 		}
 		position = got.Position
 		recs := e.execs.Snapshot()
-		sents := sentsOf(recs, op)
-		if len(sents) != 1 || sents[0].Login != login || sents[0].Tag != op.Tag || sents[0].SentAt == 0 {
-			t.Fatalf("ExecutionSent %+v, want one for the operation", sents)
+		if sents := sentsOf(recs, op); len(sents) != 1 || got.SentAt == 0 || got.SentAt > got.DecidedAt {
+			t.Fatalf("sent at %d, decided at %d (%d sent outcomes), want one sent before its decision", got.SentAt,
+				got.DecidedAt, len(sents))
+		}
+		f := got.Facts
+		if f == nil || len(f.Deals) != 1 || f.Deals[0].DealID != got.DealID || f.Deals[0].Comment != "it"+op.Tag ||
+			len(f.Positions) != 1 || f.Positions[0].PositionID != got.Position || len(f.Accounts) == 0 {
+			t.Fatalf("in-band facts %+v, want the deal, the position and the account of the fill", f)
 		}
 		for _, r := range recs {
+			if r.Env.Type == "ExecutionSent_v1" {
+				t.Errorf("an ExecutionSent_v1 was appended: sending is a Postgres row and the outcome's sentAt")
+			}
 			if r.Env.CorrelationID == op.OperationID && r.Key != strconv.Itoa(login) {
 				t.Errorf("%s keyed %q, want the login", r.Env.Type, r.Key)
 			}

@@ -126,8 +126,8 @@ func (s *executions) decided(ctx context.Context, ds []decision) error {
 		outcomes[i] = string(raw)
 		decidedAt[i] = time.UnixMilli(d.outcome.DecidedAt)
 		sentAt[i] = decidedAt[i] // only used by rows inserted here: operations never sent
-		if d.sent != nil {
-			sentAt[i] = time.UnixMilli(d.sent.SentAt)
+		if d.outcome.SentAt != 0 {
+			sentAt[i] = time.UnixMilli(d.outcome.SentAt)
 		}
 	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at, outcome, decided_at)
@@ -142,11 +142,10 @@ func (s *executions) decided(ctx context.Context, ds []decision) error {
 	return nil
 }
 
-// decision is what the executor decided for one operation: the send it recorded (nil when
-// nothing was sent) and the outcome.
+// decision is what the executor decided for one operation: its outcome (with the time it was
+// sent, and the facts the send caused) and how long deciding took.
 type decision struct {
 	op      *operation
-	sent    *events.ExecutionSent
 	outcome *events.ExecutionOutcome
 	took    time.Duration
 }

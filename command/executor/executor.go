@@ -119,13 +119,14 @@ func (c *ExecutorConfig) defaults() {
 }
 
 // Executor drains the command topic: it sends each operation to the trade server once,
-// records "sent" before sending, and appends what became of it (ExecutionSent_v1 and
-// ExecutionOutcome_v1 to the executions topic). A command redelivered after a crash is
+// records "sent" before sending, and appends what became of it, with the facts the send
+// caused, as one ExecutionOutcome_v1 on the executions topic. A command redelivered after a crash is
 // reconciled with the trade server by its tag, never sent blindly twice (docs/trading.md,
 // "The executor").
 type Executor struct {
 	cfg   ExecutorConfig
 	store *executions
+	flush *flusher
 	log   *slog.Logger
 }
 
@@ -139,16 +140,25 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Executor{cfg: cfg, store: store, log: cfg.Logger}, nil
+	return &Executor{cfg: cfg, store: store, log: cfg.Logger,
+		flush: newFlusher(cfg.Out, store, cfg.Logger, cfg.OnOutcome)}, nil
 }
 
 // Run consumes commands until ctx ends, then returns nil. A batch is marked consumed only
 // once every operation in it has its outcome in the log; an operation interrupted by the
 // shutdown is left to the next owner of the partition, which reconciles it.
 func (x *Executor) Run(ctx context.Context) error {
-	return batch.Run(ctx, batch.Config{Brokers: x.cfg.Brokers, Group: x.cfg.Group, Topics: []string{x.cfg.Topic},
+	flushed, consumed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(flushed)
+		x.flush.run(ctx, consumed)
+	}()
+	err := batch.Run(ctx, batch.Config{Brokers: x.cfg.Brokers, Group: x.cfg.Group, Topics: []string{x.cfg.Topic},
 		MaxBatch: x.cfg.MaxBatch, MaxWait: batch.NoWait, Sarama: x.cfg.Sarama, Logger: x.log,
 		DeadLetter: x.cfg.DeadLetter, Observer: x.cfg.Observer}, x.handle)
+	close(consumed)
+	<-flushed
+	return err
 }
 
 // Appender appends events to a topic of the log durably (acknowledged by all in-sync

@@ -129,10 +129,11 @@ func outcomesOf(recs []kafkatest.Record, op events.Operation) []*events.Executio
 	return out
 }
 
-func sentsOf(recs []kafkatest.Record, op events.Operation) []*events.ExecutionSent {
-	var out []*events.ExecutionSent
+// sentsOf are the outcomes of op that say it was sent.
+func sentsOf(recs []kafkatest.Record, op events.Operation) []*events.ExecutionOutcome {
+	var out []*events.ExecutionOutcome
 	for _, r := range recs {
-		if s, ok := r.Event.(*events.ExecutionSent); ok && s.OperationID == op.OperationID && s.Attempt == op.Attempt {
+		if s, ok := r.Event.(*events.ExecutionOutcome); ok && s.OperationID == op.OperationID && s.Attempt == op.Attempt && s.SentAt != 0 {
 			out = append(out, s)
 		}
 	}

@@ -44,6 +44,7 @@ func answered(o *operation, res mt5.TradeResult, resend bool, now int64) *events
 	out.Status, out.Code, out.Retcode = string(status), int(code), int(res.Retcode)
 	out.OrderID, out.DealID, out.Position = res.Order, res.Deal, res.Position
 	out.Price, out.Volume = nonZero(res.Price), nonZero(res.Volume)
+	out.Facts = inBandFacts(res.Facts)
 	out.Msg = answerMsg(o.kind, status, res.Retcode)
 	return out
 }
@@ -91,6 +92,20 @@ func answerMsg(kind trading.Kind, status trading.Status, ret trading.Retcode) st
 		return msgTimeout
 	}
 	return "The trade server refused the request: " + ret.String() + " (" + strconv.Itoa(int(ret)) + ")."
+}
+
+// inBandFacts are the facts an answer carried, as the catalogue carries them (nil: none).
+func inBandFacts(fs []mt5.Fact) *events.ExecutionFacts {
+	if len(fs) == 0 {
+		return nil
+	}
+	out := &events.ExecutionFacts{}
+	for _, f := range fs {
+		if ev, ok := f.Event(); ok {
+			out.Add(ev) // a kind this build does not know comes with the relay's copy
+		}
+	}
+	return out
 }
 
 func nonZero(d apd.Decimal) *apd.Decimal {

@@ -12,7 +12,7 @@ import (
 // TradeServer is the port.
 type TradeServer interface {
 	// Send submits one trade request. A nil error means the server answered in-band and
-	// the TradeResult says how (Retcode). A non-nil error means there was no in-band
+	// the TradeResult says how (Retcode) and what it caused (Facts). A non-nil error means there was no in-band
 	// answer (ErrNoAnswer, ErrTimeout, context end, transport failure): the request may or
 	// may not have executed, and the caller must reconcile by its correlation tag.
 	Send(ctx context.Context, req TradeRequest) (TradeResult, error)

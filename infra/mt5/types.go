@@ -58,6 +58,11 @@ type TradeResult struct {
 	Deals    []int64     // every deal ticket of the execution (several on a partial fill)
 	Bid, Ask apd.Decimal // current prices on a requote
 	Comment  string      // server text, informational
+	// Facts are the entries of the fact feed the request caused (deals, order, position and
+	// account changes, each with its feed Seq), as the server answered them in band: the
+	// executor appends them with the outcome, so that the answer and its facts are read
+	// together, and the feed's later copies of them change nothing.
+	Facts []Fact `json:",omitempty"`
 }
 
 // Order is an order, open (pending) or historical.

@@ -5,7 +5,9 @@ package mt5test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -156,6 +158,22 @@ func testMarketBuy(t *testing.T, f Fixture) {
 	p := waitFact(t, f.Server, seq, "the position", func(x mt5.Fact) bool { return x.Kind == mt5.FactPosition && x.Position.Ticket == r.Position })
 	if p.Action != trading.ChangeNew || p.Position.Type != trading.Buy {
 		t.Fatalf("position fact %v %+v", p.Action, p.Position)
+	}
+	// The answer carries the facts the request caused: the feed's own entries, same seq and
+	// same content, the deal and the position among them.
+	var inDeal, inPosition bool
+	for _, in := range r.Facts {
+		fed := waitFact(t, f.Server, seq, fmt.Sprintf("the in-band fact %d", in.Seq), func(x mt5.Fact) bool { return x.Seq == in.Seq })
+		a, _ := json.Marshal(in)
+		b, _ := json.Marshal(fed)
+		if in.Kind != fed.Kind || in.Login != f.Login || string(a) != string(b) {
+			t.Fatalf("in-band fact %+v differs from the feed's %+v", in, fed)
+		}
+		inDeal = inDeal || in.Kind == mt5.FactDeal && in.Deal.Ticket == r.Deal
+		inPosition = inPosition || in.Kind == mt5.FactPosition && in.Position.Ticket == r.Position
+	}
+	if !inDeal || !inPosition {
+		t.Fatalf("in-band facts %d lack the deal or the position: %+v", len(r.Facts), r.Facts)
 	}
 	ds, err := f.Server.DealsByTag(ctx, f.Login, "CT00001")
 	if err != nil || len(ds) != 1 || ds[0].Ticket != r.Deal {

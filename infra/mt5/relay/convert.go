@@ -71,32 +71,3 @@ func dayStatsEvent(d mt5.DayStats) *events.DayStatsUpdated {
 		Volatility: d.Volatility, TradeDeals: d.Deals, Volume: d.Volume, BuyOrders: d.BuyOrders,
 		SellOrders: d.SellOrders, Time: d.Time}
 }
-
-// factEvent converts one trade fact; ok is false for a fact kind this build does not relay.
-func factEvent(f mt5.Fact) (events.Event, bool) {
-	switch {
-	case f.Kind == mt5.FactDeal && f.Deal != nil:
-		d := f.Deal
-		return &events.DealAdded{Seq: f.Seq, Login: d.Login, DealID: d.Ticket, OrderID: d.Order, PositionID: d.Position,
-			Symbol: d.Symbol, Action: int(d.Action), Entry: int(d.Entry), Volume: d.Volume, Price: d.Price,
-			Profit: d.Profit, Commission: d.Commission, Swap: d.Swap, Comment: d.Comment, Time: d.Time,
-			Reason: int(d.Reason)}, true
-	case f.Kind == mt5.FactOrder && f.Order != nil:
-		o := f.Order
-		return &events.OrderChanged{Seq: f.Seq, Login: o.Login, Change: f.Action.String(), OrderID: o.Ticket,
-			PositionID: o.PositionID, Symbol: o.Symbol, Type: int(o.Type), State: int(o.State),
-			VolumeInitial: o.VolumeInitial, VolumeCurrent: o.VolumeCurrent, Price: o.Price, StopLimitPrice: o.StopLimit,
-			SL: o.SL, TP: o.TP, TypeTime: int(o.TypeTime), Expiration: o.Expiration, Comment: o.Comment,
-			TimeSetup: o.TimeSetup, TimeDone: o.TimeDone, Time: f.Time}, true
-	case f.Kind == mt5.FactPosition && f.Position != nil:
-		p := f.Position
-		return &events.PositionChanged{Seq: f.Seq, Login: p.Login, Change: f.Action.String(), PositionID: p.Ticket,
-			Symbol: p.Symbol, Direction: int(p.Type), Volume: p.Volume, PriceOpen: p.PriceOpen, SL: p.SL, TP: p.TP,
-			Profit: p.Profit, Swap: p.Swap, Comment: p.Comment, TimeOpen: p.TimeCreate, Time: f.Time}, true
-	case f.Kind == mt5.FactAccount && f.Account != nil:
-		a := f.Account
-		return &events.AccountChanged{Seq: f.Seq, Login: a.Login, Change: f.Action.String(), Balance: a.Balance,
-			Credit: a.Credit, Time: f.Time}, true
-	}
-	return nil, false
-}

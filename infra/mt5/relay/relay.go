@@ -159,7 +159,7 @@ func (r *Relay) relayFacts(ctx context.Context) error {
 		}
 		evs := make([]events.Event, 0, len(facts))
 		for _, f := range facts {
-			if ev, ok := factEvent(f); ok {
+			if ev, ok := f.Event(); ok {
 				evs = append(evs, ev)
 			}
 		}

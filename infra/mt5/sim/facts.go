@@ -50,6 +50,17 @@ func (s *Sim) emitAccount(a *account, x trading.ChangeAction) {
 	s.emitFact(mt5.Fact{Kind: mt5.FactAccount, Login: a.Login, Action: x, Account: &snap})
 }
 
+// pendingFacts copies the facts queued by the operation in progress (its in-band facts).
+func (s *Sim) pendingFacts() []mt5.Fact {
+	var out []mt5.Fact
+	for _, r := range s.pendingRecs {
+		if r.Fact != nil {
+			out = append(out, *r.Fact)
+		}
+	}
+	return out
+}
+
 // flushLocked hands the queued records to the journal and returns the last fact sequence
 // queued (0 when nothing was).
 func (s *Sim) flushLocked() uint64 {

@@ -71,6 +71,7 @@ func (s *Sim) Send(ctx context.Context, req mt5.TradeRequest) (mt5.TradeResult, 
 		return mt5.TradeResult{}, mt5.ErrClosed
 	}
 	res := s.execLocked(&req)
+	res.Facts = s.pendingFacts()
 	if err := s.commitAndWait(ctx); err != nil {
 		return mt5.TradeResult{}, err
 	}

@@ -1,0 +1,115 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"tradesvc/events"
+)
+
+// flusher appends each operation's outcome as soon as it is decided: whatever was decided
+// while the previous append was in flight goes in the next one, so one produce carries every
+// decision that is ready, and no account's answer waits for the slowest send of its batch.
+type flusher struct {
+	out       Appender
+	store     *executions
+	log       *slog.Logger
+	onOutcome func(kind, status string, took time.Duration)
+	in        chan flushItem
+}
+
+type flushItem struct {
+	d    decision
+	done chan error // the append's result, exactly once
+}
+
+func newFlusher(out Appender, store *executions, log *slog.Logger, onOutcome func(string, string, time.Duration)) *flusher {
+	return &flusher{out: out, store: store, log: log, onOutcome: onOutcome, in: make(chan flushItem, 4096)}
+}
+
+// push hands a decision over; the channel reports when its outcome is in the log (or why
+// it could not be appended).
+func (f *flusher) push(d decision) <-chan error {
+	done := make(chan error, 1)
+	f.in <- flushItem{d: d, done: done} // the flusher reads until every handler has returned
+	return done
+}
+
+// run appends what is pushed until consumed is closed (every handler has returned), then
+// what is left. Appends may go on for flushTimeout after ctx ends: outcomes decided before
+// the stop are known and should not be left to a reconciliation.
+func (f *flusher) run(ctx context.Context, consumed <-chan struct{}) {
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		time.AfterFunc(flushTimeout, cancel)
+	})
+	defer stop()
+	for {
+		var first flushItem
+		select {
+		case first = <-f.in:
+		case <-consumed:
+			f.drain(actx)
+			return
+		}
+		f.flush(actx, f.gather(first))
+	}
+}
+
+// gather takes first and everything already waiting.
+func (f *flusher) gather(first flushItem) []flushItem {
+	items := []flushItem{first}
+	for {
+		select {
+		case it := <-f.in:
+			items = append(items, it)
+		default:
+			return items
+		}
+	}
+}
+
+// drain appends what was pushed before the stop.
+func (f *flusher) drain(ctx context.Context) {
+	for {
+		select {
+		case it := <-f.in:
+			f.flush(ctx, f.gather(it))
+		default:
+			return
+		}
+	}
+}
+
+// flush appends the outcomes of items in one produce, retried until it succeeds or ctx ends,
+// then stores them in cmd.executions behind the loop.
+func (f *flusher) flush(ctx context.Context, items []flushItem) {
+	evs := make([]events.Event, len(items))
+	ds := make([]decision, len(items))
+	for i, it := range items {
+		evs[i], ds[i] = it.d.outcome, it.d
+	}
+	err := retry(ctx, func() error { return f.out.Append(ctx, events.TopicExecutions(), evs...) })
+	if err != nil {
+		err = fmt.Errorf("append %d outcomes: %w", len(evs), err)
+	}
+	for _, it := range items {
+		it.done <- err
+	}
+	if err != nil {
+		return
+	}
+	// The outcomes are in the log: the operations are decided. Storing them in
+	// cmd.executions only lets a redelivered command be skipped sooner.
+	f.store.decidedLater(ds, f.log)
+	for _, d := range ds {
+		f.log.Debug("operation decided", "operationId", d.op.op.OperationID, "attempt", d.op.op.Attempt,
+			"kind", d.op.kind, "status", d.outcome.Status, "code", d.outcome.Code, "retcode", d.outcome.Retcode)
+		if f.onOutcome != nil {
+			f.onOutcome(string(d.op.kind), d.outcome.Status, d.took)
+		}
+	}
+}
