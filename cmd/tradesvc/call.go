@@ -237,23 +237,10 @@ func call(ctx context.Context, set callSettings, recvWindow int64, method, path 
 	return nil
 }
 
-// clockOffset is the server clock minus the local one, from GET /v1/time (half the round
-// trip assumed each way), so a signed timestamp is the server's time whatever the local clock.
+// clockOffset is the server clock minus the local one (gwclient.ClockOffset on callClock),
+// so a signed timestamp is the server's time whatever the local clock.
 func clockOffset(ctx context.Context, c *gwclient.Client) (time.Duration, error) {
-	before := callClock()
-	res, err := c.Public(ctx, http.MethodGet, "/v1/time", nil)
-	if err != nil {
-		return 0, err
-	}
-	after := callClock()
-	var body struct {
-		ServerTime int64 `json:"serverTime"`
-	}
-	if res.Status != http.StatusOK || res.JSON(&body) != nil || body.ServerTime == 0 {
-		return 0, fmt.Errorf("GET /v1/time answered %d: %s", res.Status, res.Body)
-	}
-	local := before.Add(after.Sub(before) / 2)
-	return time.UnixMilli(body.ServerTime).Sub(local), nil
+	return gwclient.ClockOffset(ctx, c, callClock)
 }
 
 // printBody prints a JSON body indented (as received when it is not JSON).

@@ -30,6 +30,7 @@ commands:
   replay --projection NAME                         rebuild one read model from the Kafka log
   dlq list [--all] | dlq replay [--projection NAME] events parked in dead-letter topics; re-apply them
   call METHOD PATH [name=value ...]                one REST request with the key of .run/env, signed when needed
+  bench result|ack|sustain|overload [flags]        load generator: latency, acceptance to FILLED, the floor
 
 Every command also takes the configuration flags (see 'tradesvc serve --help') or their
 TRADESVC_* environment variables.
@@ -69,6 +70,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = dlqCommand(ctx, rest, stdout, stderr)
 	case "call":
 		return callCommand(ctx, rest, stdout, stderr)
+	case "bench":
+		return benchCommand(ctx, rest, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "tradesvc: unknown command %q\n\n%s", cmd, usage)
 		return 2

@@ -198,3 +198,23 @@ func (c *Client) send(ctx context.Context, method, path, rawQuery, body string, 
 	}
 	return out, nil
 }
+
+// ClockOffset is the server's clock minus the local clock now, read from GET /v1/time with
+// half the round trip assumed each way. A client that signs with now plus the offset never
+// earns -1021 from a skewed local clock.
+func ClockOffset(ctx context.Context, c *Client, now func() time.Time) (time.Duration, error) {
+	before := now()
+	res, err := c.Public(ctx, http.MethodGet, "/v1/time", nil)
+	if err != nil {
+		return 0, err
+	}
+	after := now()
+	var body struct {
+		ServerTime int64 `json:"serverTime"`
+	}
+	if res.Status != http.StatusOK || res.JSON(&body) != nil || body.ServerTime == 0 {
+		return 0, fmt.Errorf("GET /v1/time answered %d: %s", res.Status, res.Body)
+	}
+	local := before.Add(after.Sub(before) / 2)
+	return time.UnixMilli(body.ServerTime).Sub(local), nil
+}

@@ -1,0 +1,214 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fasthttp/websocket"
+)
+
+// dealBook records when each order's first DEAL frame arrived, by client order id (`C`,
+// which the service adds only on the streams of the key that placed the order).
+type dealBook struct {
+	mu     sync.Mutex
+	at     map[string]time.Time
+	frames atomic.Int64
+}
+
+func newDealBook() *dealBook { return &dealBook{at: map[string]time.Time{}} }
+
+// record keeps the first arrival of coid's DEAL (a redelivered deal is not a second fill).
+func (d *dealBook) record(coid string, at time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, seen := d.at[coid]; !seen {
+		d.at[coid] = at
+	}
+}
+
+// arrival returns when coid's DEAL arrived.
+func (d *dealBook) arrival(coid string) (time.Time, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t, ok := d.at[coid]
+	return t, ok
+}
+
+// missing counts the orders of recs that have no DEAL yet.
+func (d *dealBook) missing(recs []*orderRec) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, o := range recs {
+		if _, ok := d.at[o.coid]; !ok {
+			n++
+		}
+	}
+	return n
+}
+
+var dealKind = []byte(`"e":"DEAL"`)
+
+// dealOf returns the client order id of a DEAL frame; ok is false for any other frame and
+// for a deal of an order this key did not place (no `C`).
+func dealOf(frame []byte) (coid string, ok bool) {
+	if !bytes.Contains(frame, dealKind) {
+		return "", false
+	}
+	// encoding/json matches keys case-insensitively when no field matches exactly: every
+	// key that differs only in case from e or C has its own field, or E (a number) would land
+	// in e and c (the comment) in C.
+	var f struct {
+		Kind     string `json:"e"`
+		Time     int64  `json:"E"`
+		Comment  string `json:"c"`
+		ClientID string `json:"C"`
+	}
+	if json.Unmarshal(frame, &f) != nil || f.Kind != "DEAL" || f.ClientID == "" {
+		return "", false
+	}
+	return f.ClientID, true
+}
+
+// streamGroup owns every user data stream of a run: one per key, read until the run ends.
+type streamGroup struct {
+	r      *runner
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	gaps   atomic.Int64
+}
+
+func newStreamGroup(r *runner) *streamGroup {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &streamGroup{r: r, ctx: ctx, cancel: cancel}
+}
+
+// close ends every stream and waits for their readers.
+func (g *streamGroup) close() {
+	g.cancel()
+	g.wg.Wait()
+}
+
+// userStream is one key's user data stream.
+type userStream struct {
+	g  *streamGroup
+	a  *agent
+	mu sync.Mutex
+	c  *websocket.Conn
+}
+
+// open gets the key's listen key and connects its stream; from the moment the upgrade is
+// answered every change of the key's logins is delivered, so the key's orders may go.
+func (g *streamGroup) open(ctx context.Context, a *agent) (*userStream, error) {
+	s := &userStream{g: g, a: a}
+	c, err := s.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.c = c
+	g.wg.Add(2)
+	go s.read()
+	go s.keepAlive()
+	return s, nil
+}
+
+func (s *userStream) connect(ctx context.Context) (*websocket.Conn, error) {
+	res, err := s.a.c.Keyed(ctx, http.MethodPost, "/v1/listenKey", nil)
+	if err != nil {
+		return nil, err
+	}
+	var lk struct {
+		ListenKey string `json:"listenKey"`
+	}
+	if res.Status != http.StatusOK || res.JSON(&lk) != nil || lk.ListenKey == "" {
+		return nil, fmt.Errorf("key %s: POST /v1/listenKey answered HTTP %d: %s", short(s.a.APIKey), res.Status, res.Body)
+	}
+	d := websocket.Dialer{TLSClientConfig: s.g.r.tls, HandshakeTimeout: 10 * time.Second}
+	u := "wss://" + strings.TrimPrefix(s.g.r.env.BaseURL, "https://") + "/ws/" + lk.ListenKey
+	c, hres, err := d.DialContext(ctx, u, nil)
+	if err != nil {
+		status := 0
+		if hres != nil {
+			status = hres.StatusCode
+		}
+		return nil, fmt.Errorf("key %s: user data stream (HTTP %d): %w", short(s.a.APIKey), status, err)
+	}
+	return c, nil
+}
+
+// read records DEAL frames until the run ends. A stream that closes meanwhile (1011: it fell
+// behind) is a gap: its missed deals are never replayed, so it is counted, and the stream
+// reconnects as the spec tells a client to.
+func (s *userStream) read() {
+	defer s.g.wg.Done()
+	for {
+		s.mu.Lock()
+		c := s.c
+		s.mu.Unlock()
+		for {
+			_, frame, err := c.ReadMessage()
+			if err != nil {
+				break
+			}
+			at := time.Now()
+			s.g.r.deals.frames.Add(1)
+			if coid, ok := dealOf(frame); ok {
+				s.g.r.deals.record(coid, at)
+			}
+		}
+		_ = c.Close()
+		if s.g.ctx.Err() != nil {
+			return
+		}
+		s.g.gaps.Add(1)
+		s.g.r.logf("user data stream of key %s closed: a gap; reconnecting", short(s.a.APIKey))
+		for attempt := 1; ; attempt++ {
+			if sleep(s.g.ctx, time.Duration(min(attempt, 10))*200*time.Millisecond) != nil {
+				return
+			}
+			nc, err := s.connect(s.g.ctx)
+			if err != nil {
+				continue
+			}
+			s.mu.Lock()
+			if s.g.ctx.Err() != nil { // keepAlive has closed the old one and will not see this
+				s.mu.Unlock()
+				_ = nc.Close()
+				return
+			}
+			s.c = nc
+			s.mu.Unlock()
+			break
+		}
+	}
+}
+
+// keepAlive extends the listen key every 25 minutes (it lapses 60 minutes after the last)
+// and closes the connection when the run ends, which ends read.
+func (s *userStream) keepAlive() {
+	defer s.g.wg.Done()
+	t := time.NewTicker(25 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.g.ctx.Done():
+			s.mu.Lock()
+			c := s.c
+			s.mu.Unlock()
+			_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""),
+				time.Now().Add(time.Second))
+			_ = c.Close()
+			return
+		case <-t.C:
+			_, _ = s.a.c.Keyed(s.g.ctx, http.MethodPut, "/v1/listenKey", nil)
+		}
+	}
+}
