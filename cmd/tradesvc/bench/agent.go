@@ -23,15 +23,18 @@ type agent struct {
 
 // exchangeInfo is the part of GET /v1/exchangeInfo the bench reads.
 type exchangeInfo struct {
-	RateLimits []struct {
-		Type        string `json:"rateLimitType"`
-		Interval    string `json:"interval"`
-		IntervalNum int    `json:"intervalNum"`
-		Limit       int    `json:"limit"`
-	} `json:"rateLimits"`
+	RateLimits []rateLimit `json:"rateLimits"`
 	Symbols []struct {
 		Symbol string `json:"symbol"`
 	} `json:"symbols"`
+}
+
+// rateLimit is one bucket of exchangeInfo's rateLimits.
+type rateLimit struct {
+	Type        string `json:"rateLimitType"`
+	Interval    string `json:"interval"`
+	IntervalNum int    `json:"intervalNum"`
+	Limit       int    `json:"limit"`
 }
 
 // limitsOf reads a key's live limits (REQUEST_WEIGHT per minute, ORDERS per 10 s and per

@@ -144,24 +144,18 @@ func (r *runner) send(ctx context.Context, o *orderRec, respType string) {
 	}
 }
 
-// settle waits until every acknowledged order of recs has its DEAL, no DEAL has come for
-// idle, or max has passed; it returns how many are still missing.
-func (r *runner) settle(ctx context.Context, recs []*orderRec, idle, most time.Duration) int {
-	var acked []*orderRec
-	for _, o := range recs {
-		if o.acknowledged() {
-			acked = append(acked, o)
-		}
-	}
+// settle waits until every order of recs has its DEAL, no DEAL has come for idle, or most
+// has passed; it returns the orders still without one.
+func (r *runner) settle(ctx context.Context, recs []*orderRec, idle, most time.Duration) []*orderRec {
 	deadline := time.Now().Add(most)
-	last, lastChange := r.deals.missing(acked), time.Now()
-	for last > 0 && time.Now().Before(deadline) && time.Since(lastChange) < idle {
+	missing, lastChange := r.deals.missing(recs), time.Now()
+	for len(missing) > 0 && time.Now().Before(deadline) && time.Since(lastChange) < idle {
 		if sleep(ctx, 100*time.Millisecond) != nil {
 			break
 		}
-		if m := r.deals.missing(acked); m != last {
-			last, lastChange = m, time.Now()
+		if m := r.deals.missing(missing); len(m) != len(missing) {
+			missing, lastChange = m, time.Now()
 		}
 	}
-	return last
+	return missing
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -141,8 +142,14 @@ func (rep *Report) writeLoad(p func(string, ...any), l *LoadResult) {
 	if f := l.Fill; f != nil {
 		p("  acceptance → FILLED (DEAL on the user stream): %d seen, %d missing; p50 %.2f ms, p90 %.2f ms, p99 %s, max %.2f ms",
 			f.Seen, f.Missing, f.Latency.P50, f.Latency.P90, fillCell(f.P99WithMissingMs), f.Latency.Max)
+		if f.WithoutC > 0 {
+			p("  %d DEAL frames came without the order's C (timed by order id; the spec wants C on each)", f.WithoutC)
+		}
 		if f.BeforeAnswer > 0 || f.StreamGaps > 0 {
-			p("  (%d DEALs arrived before their acknowledgement; %d stream gaps)", f.BeforeAnswer, f.StreamGaps)
+			p("  %d DEALs arrived before their acknowledgement (counted as 0 ms); %d stream gaps", f.BeforeAnswer, f.StreamGaps)
+		}
+		if len(f.MissingOrders) > 0 {
+			p("  no DEAL seen for: %s", strings.Join(f.MissingOrders, " "))
 		}
 	}
 	p("  client: schedule lag p99 %.2f ms (max %.2f), connection wait p99 %.2f ms (max %.2f)",

@@ -291,8 +291,9 @@ func (r *runner) prepare(ctx context.Context, a *agent) error {
 }
 
 // waitForFreshWindows waits, when a key has already spent part of its budgets in the
-// current windows (an earlier run, the verification of the previous scenario), until the
-// next minute opens fresh windows, so that the load never meets a 429.
+// current windows (an earlier step, another run, the verification of the previous scenario),
+// until windows open where the load fits, so that it never meets a 429: the next 10 s window
+// when only ORDERS per 10 s is short, else the next minute (every window opens then).
 func (r *runner) waitForFreshWindows(ctx context.Context, agents []*agent, rate float64) error {
 	perKey := rate / float64(len(agents))
 	for _, a := range agents {
@@ -300,13 +301,21 @@ func (r *runner) waitForFreshWindows(ctx context.Context, agents []*agent, rate 
 		if err != nil {
 			return err
 		}
-		if !u.fresh(a.limits, perKey) {
-			now := r.now()
-			wait := time.UnixMilli((minuteOf(now) + 1) * 60000).Add(time.Second).Sub(now)
-			r.logf("key %s has used weight %d, orders %d (10 s) / %d (1 m) in the current windows: waiting %.0f s for fresh ones",
-				short(a.APIKey), u.weight, u.orders10s, u.orders1m, wait.Seconds())
-			return sleep(ctx, wait)
+		if u.fresh(a.limits, perKey) {
+			continue
 		}
+		now := r.now()
+		next := time.UnixMilli((minuteOf(now) + 1) * 60000)
+		if (usage{weight: u.weight, orders1m: u.orders1m}).fresh(a.limits, perKey) {
+			next = time.UnixMilli((now.UnixMilli()/10000 + 1) * 10000)
+		}
+		wait := next.Add(windowGuard).Sub(now)
+		r.logf("key %s has used weight %d, orders %d (10 s) / %d (1 m) in the current windows: waiting %.1f s for fresh ones",
+			short(a.APIKey), u.weight, u.orders10s, u.orders1m, wait.Seconds())
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+		return r.waitForFreshWindows(ctx, agents, rate)
 	}
 	return nil
 }

@@ -25,12 +25,9 @@ func (r *runner) phase(ctx context.Context, name string, rate float64, d time.Du
 	}
 	fills := r.o.Streams && respType == "ACK"
 	if fills {
-		idle := min(15*time.Second, r.o.Settle)
-		if missing := r.settle(ctx, l.recs, idle, r.o.Settle); missing > 0 {
-			r.logf("%s: %d acknowledged orders have no DEAL after waiting (%d frames)", name, missing, r.deals.frames.Load())
-		}
+		r.awaitDeals(ctx, name, l.recs)
 	}
-	lr := summarize(l, r.deals.arrival, fills)
+	lr := summarize(l, r.deals, fills)
 	lr.Name = name
 	if lr.Fill != nil {
 		lr.Fill.StreamGaps = r.streams.gaps.Load() - gaps
@@ -38,6 +35,28 @@ func (r *runner) phase(ctx context.Context, name string, rate float64, d time.Du
 	r.logf("%s: %d of %d acknowledged (%.1f/s), answer p50 %.1f ms p99 %.1f ms", name, lr.Acknowledged, lr.Scheduled,
 		lr.AcceptedPerSec, lr.Latency.P50, lr.Latency.P99)
 	return l, lr, nil
+}
+
+// awaitDeals waits for the DEALs of the acknowledged orders of recs: until they have all
+// come, or none has for a while. Orders whose DEAL has not come with their C by then are
+// looked up by order id (their frame may have come without it), and the wait goes on for
+// the rest, up to --settle in all.
+func (r *runner) awaitDeals(ctx context.Context, name string, recs []*orderRec) {
+	acked, _ := split(recs)
+	began := time.Now()
+	missing := r.settle(ctx, acked, 3*time.Second, r.o.Settle)
+	adopted := 0
+	for round := 0; len(missing) > 0 && round < 2 && ctx.Err() == nil; round++ {
+		adopted += r.resolveMissing(ctx, missing)
+		missing = r.deals.missing(missing)
+		if len(missing) > 0 && round == 0 {
+			missing = r.settle(ctx, missing, min(15*time.Second, r.o.Settle), r.o.Settle-time.Since(began))
+		}
+	}
+	if adopted > 0 || len(missing) > 0 {
+		r.logf("%s: %d DEALs came without their C (timed by order id); %d acknowledged orders have no DEAL", name,
+			adopted, len(missing))
+	}
 }
 
 // split returns the acknowledged orders and those in doubt of recs.

@@ -14,22 +14,36 @@ import (
 	"github.com/fasthttp/websocket"
 )
 
-// dealBook records when each order's first DEAL frame arrived, by client order id (`C`,
-// which the service adds only on the streams of the key that placed the order).
+// dealBook records when each order's first DEAL frame arrived: by client order id (`C`,
+// which the service adds only on the streams of the key that placed the order), and by
+// login and order id for every DEAL a stream carries, so that a deal whose frame came
+// without its `C` can still be timed once its order id is known.
 type dealBook struct {
-	mu     sync.Mutex
-	at     map[string]time.Time
-	frames atomic.Int64
+	mu      sync.Mutex
+	at      map[string]time.Time
+	byOrder map[orderKey]time.Time
+	noC     map[string]bool
+	frames  atomic.Int64
 }
 
-func newDealBook() *dealBook { return &dealBook{at: map[string]time.Time{}} }
+type orderKey struct{ login, orderID int64 }
 
-// record keeps the first arrival of coid's DEAL (a redelivered deal is not a second fill).
-func (d *dealBook) record(coid string, at time.Time) {
+func newDealBook() *dealBook {
+	return &dealBook{at: map[string]time.Time{}, byOrder: map[orderKey]time.Time{}, noC: map[string]bool{}}
+}
+
+// record keeps the first arrival of a DEAL (a redelivered deal is not a second fill).
+func (d *dealBook) record(f dealFrame, at time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, seen := d.at[coid]; !seen {
-		d.at[coid] = at
+	if f.ClientID != "" {
+		if _, seen := d.at[f.ClientID]; !seen {
+			d.at[f.ClientID] = at
+		}
+	}
+	k := orderKey{f.Login, f.OrderID}
+	if _, seen := d.byOrder[k]; !seen && f.OrderID != 0 {
+		d.byOrder[k] = at
 	}
 }
 
@@ -41,40 +55,66 @@ func (d *dealBook) arrival(coid string) (time.Time, bool) {
 	return t, ok
 }
 
-// missing counts the orders of recs that have no DEAL yet.
-func (d *dealBook) missing(recs []*orderRec) int {
+// adopt times coid by the DEAL of its order (login, orderID) when that frame came without
+// `C`; it reports whether there was one.
+func (d *dealBook) adopt(coid string, login, orderID int64) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	n := 0
+	t, ok := d.byOrder[orderKey{login, orderID}]
+	if !ok {
+		return false
+	}
+	if _, seen := d.at[coid]; !seen {
+		d.at[coid] = t
+		d.noC[coid] = true
+	}
+	return true
+}
+
+// withoutC reports whether coid was timed by a DEAL frame that lacked its `C`.
+func (d *dealBook) withoutC(coid string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.noC[coid]
+}
+
+// missing returns the orders of recs that have no DEAL yet.
+func (d *dealBook) missing(recs []*orderRec) []*orderRec {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []*orderRec
 	for _, o := range recs {
 		if _, ok := d.at[o.coid]; !ok {
-			n++
+			out = append(out, o)
 		}
 	}
-	return n
+	return out
 }
 
 var dealKind = []byte(`"e":"DEAL"`)
 
-// dealOf returns the client order id of a DEAL frame; ok is false for any other frame and
-// for a deal of an order this key did not place (no `C`).
-func dealOf(frame []byte) (coid string, ok bool) {
+// dealFrame is what the bench reads of a DEAL frame. encoding/json matches keys
+// case-insensitively when no field matches exactly, so every key that differs only in case
+// from one read here has its own field: E (a number) would otherwise land in e, c (the
+// comment) in C, and l in L.
+type dealFrame struct {
+	Kind     string `json:"e"`
+	Time     int64  `json:"E"`
+	Login    int64  `json:"L"`
+	OrderID  int64  `json:"o"`
+	Comment  string `json:"c"`
+	ClientID string `json:"C"`
+}
+
+// dealOf decodes a DEAL frame; ok is false for any other frame.
+func dealOf(frame []byte) (f dealFrame, ok bool) {
 	if !bytes.Contains(frame, dealKind) {
-		return "", false
+		return f, false
 	}
-	// encoding/json matches keys case-insensitively when no field matches exactly: every
-	// key that differs only in case from e or C has its own field, or E (a number) would land
-	// in e and c (the comment) in C.
-	var f struct {
-		Kind     string `json:"e"`
-		Time     int64  `json:"E"`
-		Comment  string `json:"c"`
-		ClientID string `json:"C"`
+	if json.Unmarshal(frame, &f) != nil || f.Kind != "DEAL" {
+		return dealFrame{}, false
 	}
-	if json.Unmarshal(frame, &f) != nil || f.Kind != "DEAL" || f.ClientID == "" {
-		return "", false
-	}
-	return f.ClientID, true
+	return f, true
 }
 
 // streamGroup owns every user data stream of a run: one per key, read until the run ends.
@@ -160,8 +200,8 @@ func (s *userStream) read() {
 			}
 			at := time.Now()
 			s.g.r.deals.frames.Add(1)
-			if coid, ok := dealOf(frame); ok {
-				s.g.r.deals.record(coid, at)
+			if f, ok := dealOf(frame); ok {
+				s.g.r.deals.record(f, at)
 			}
 		}
 		_ = c.Close()

@@ -44,6 +44,12 @@ type FillResult struct {
 	// P99WithMissingMs counts a missing DEAL as infinitely late: -1 when more than 1 % are
 	// missing (the p99 is then unknown and unbounded).
 	P99WithMissingMs float64 `json:"p99WithMissingMs"`
+	// WithoutC DEALs came without the order's client order id `C` (the spec wants it on every
+	// DEAL of an order placed through the API, for the key that placed it); they are timed by
+	// their order id, read afterwards through GET /v1/order.
+	WithoutC int `json:"withoutC"`
+	// MissingOrders names the first missing ones.
+	MissingOrders []string `json:"missingOrders,omitempty"`
 	// BeforeAnswer DEALs arrived before their acknowledgement did (counted as 0).
 	BeforeAnswer int   `json:"beforeAnswer"`
 	StreamGaps   int64 `json:"streamGaps"`
@@ -56,9 +62,15 @@ type ClientResult struct {
 	ConnWait    Summary `json:"connWait"`
 }
 
-// summarize reduces a finished load. arrival tells when an order's DEAL arrived; fills is
+// fillLookup says when an order's DEAL arrived, and whether its frame lacked `C`.
+type fillLookup interface {
+	arrival(coid string) (time.Time, bool)
+	withoutC(coid string) bool
+}
+
+// summarize reduces a finished load. deals tells when an order's DEAL arrived; fills is
 // false when no stream was read (RESULT: the answer itself says FILLED).
-func summarize(l *load, arrival func(coid string) (time.Time, bool), fills bool) LoadResult {
+func summarize(l *load, deals fillLookup, fills bool) LoadResult {
 	lr := LoadResult{RespType: l.respType, Offered: l.sched.Rate, Seconds: l.sched.Duration.Seconds(), Keys: len(l.agents),
 		Scheduled: len(l.recs), Answers: map[string]int{}, ByOutcome: map[string]Summary{}}
 	var all, lag, wait []time.Duration
@@ -95,13 +107,19 @@ func summarize(l *load, arrival func(coid string) (time.Time, bool), fills bool)
 		if !fills {
 			continue
 		}
-		at, ok := arrival(o.coid)
+		at, ok := deals.arrival(o.coid)
 		if !ok {
 			f.Missing++
+			if len(f.MissingOrders) < 20 {
+				f.MissingOrders = append(f.MissingOrders, o.coid)
+			}
 			fill = append(fill, time.Duration(math.MaxInt64))
 			continue
 		}
 		f.Seen++
+		if deals.withoutC(o.coid) {
+			f.WithoutC++
+		}
 		d := at.Sub(o.answeredAt)
 		if d < 0 {
 			f.BeforeAnswer++

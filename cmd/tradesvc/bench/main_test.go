@@ -1,0 +1,9 @@
+package bench
+
+import (
+	"testing"
+
+	"tradesvc/infra/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
