@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"tradesvc/gateway/gwclient"
@@ -24,7 +25,7 @@ type agent struct {
 // exchangeInfo is the part of GET /v1/exchangeInfo the bench reads.
 type exchangeInfo struct {
 	RateLimits []rateLimit `json:"rateLimits"`
-	Symbols []struct {
+	Symbols    []struct {
 		Symbol string `json:"symbol"`
 	} `json:"symbols"`
 }
@@ -99,4 +100,27 @@ func (a *agent) usageNow(ctx context.Context, symbol string) (usage, error) {
 		return usage{}, fmt.Errorf("key %s: ticker/price answered HTTP %d: %s", short(a.APIKey), res.Status, res.Body)
 	}
 	return usageOf(res.Header), nil
+}
+
+// awaitAccount waits until GET /v1/account answers for login: a service just started has
+// not always projected its accounts yet, and an order for a login it does not know is
+// refused (-2022).
+func (a *agent) awaitAccount(ctx context.Context, login int64, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		res, err := a.c.Signed(ctx, http.MethodGet, "/v1/account", url.Values{"login": {strconv.FormatInt(login, 10)}},
+			gwclient.InQuery)
+		if err != nil {
+			return err
+		}
+		if res.Status == http.StatusOK {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("key %s: GET /v1/account login %d answered HTTP %d: %s", short(a.APIKey), login, res.Status, res.Body)
+		}
+		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+			return err
+		}
+	}
 }

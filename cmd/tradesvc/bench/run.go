@@ -55,6 +55,7 @@ type runner struct {
 	agents     []*agent
 	createAuto bool
 	created    int
+	ready      map[int64]bool // logins whose account answered
 	deals      *dealBook
 	streams    *streamGroup
 
@@ -139,7 +140,7 @@ func newRunner(env Env, o Options) (*runner, error) {
 		logw = io.Discard
 	}
 	r := &runner{env: env, o: o, hc: hc, tls: tlsCfg, now: time.Now, id: hex.EncodeToString(b[:]), logw: logw,
-		deals: newDealBook()}
+		deals: newDealBook(), ready: map[int64]bool{}}
 	r.streams = newStreamGroup(r)
 	return r, nil
 }
@@ -275,10 +276,20 @@ func (r *runner) keysFor(ctx context.Context, rate float64) ([]*agent, error) {
 	}
 }
 
-// prepare reads a key's limits and opens its user data stream.
+// prepare reads a key's limits, waits for its logins' accounts, and opens its user data
+// stream.
 func (r *runner) prepare(ctx context.Context, a *agent) error {
 	if _, err := a.prepare(ctx, r.o.Symbol, r.now); err != nil {
 		return err
+	}
+	for _, l := range a.Logins {
+		if r.ready[l] {
+			continue
+		}
+		if err := a.awaitAccount(ctx, l, time.Minute); err != nil {
+			return err
+		}
+		r.ready[l] = true
 	}
 	if r.o.Streams && r.o.Scenario != ScenarioResult {
 		s, err := r.streams.open(ctx, a)
