@@ -5,7 +5,7 @@
 #                 (re)start `tradesvc serve`, create the demo key once, write .run/env
 #   make stop     stop tradesvc and the run services        make clean   stop + delete .run/
 #   make test     own services (.run/test/), go vet, go test -race, no-skip check, contracts, fuzz; services stopped after
-#   make bench    own services, every Benchmark; services stopped after
+#   make bench    own services; tradesvc bench against its own tradesvc serve, then every Benchmark; services stopped after
 #   make contract schemathesis --checks all against a running service, and the AsyncAPI document parsed
 #   make build | vet | fmt-check | services-up | services-down | services-status
 #
