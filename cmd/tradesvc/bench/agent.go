@@ -15,7 +15,6 @@ import (
 // live limits, the pacing of its reads, and its user data stream.
 type agent struct {
 	Key
-	idx    int
 	c      *gwclient.Client
 	limits Limits
 	budget *budget

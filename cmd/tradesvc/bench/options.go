@@ -62,7 +62,7 @@ type Options struct {
 	// Settle bounds the wait for the DEAL frames of acknowledged orders after the load.
 	Settle time.Duration
 	Verify bool
-	// VerifyTimeout is how long an acknowledged order may take to read FILLED through REST.
+	// VerifyTimeout ends the verification after reading that long with no order settling.
 	VerifyTimeout time.Duration
 
 	// sustain (and overload without --sustained).
@@ -129,7 +129,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Streams, "streams", true, "open each key's user data stream and time every order's DEAL (ack, sustain, overload)")
 	fs.DurationVar(&o.Settle, "settle", 2*time.Minute, "after the load, how long to wait for the DEAL frames still missing")
 	fs.BoolVar(&o.Verify, "verify", true, "verify through GET /v1/order that every acknowledged order is FILLED")
-	fs.DurationVar(&o.VerifyTimeout, "verify-timeout", time.Minute, "how long an acknowledged order may take to read FILLED")
+	fs.DurationVar(&o.VerifyTimeout, "verify-timeout", time.Minute, "verification ends after reading this long without any order settling (terminal); what is left is not FILLED")
 	fs.DurationVar(&o.Bound, "bound", time.Second, "sustain: the acceptance-to-FILLED p99 a sustained rate keeps under")
 	fs.Float64Var(&o.From, "from", 100, "sustain: first rate tried, orders/s")
 	fs.Float64Var(&o.Max, "max", 3000, "sustain: highest rate tried, orders/s")

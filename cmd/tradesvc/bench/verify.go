@@ -15,8 +15,9 @@ import (
 
 // VerifyResult is what the REST API says of the acknowledged orders once the load is over.
 type VerifyResult struct {
-	// Checked acknowledged orders; Filled of them read FILLED; NotFilled did not within
-	// --verify-timeout (each is a lost order: acknowledged and not FILLED).
+	// Checked acknowledged orders; Filled of them read FILLED; NotFilled did not: they ended
+	// otherwise, or were still open after --verify-timeout of reads in which no order settled
+	// (each is a lost order: acknowledged and not FILLED).
 	Checked   int `json:"checked"`
 	Filled    int `json:"filled"`
 	NotFilled int `json:"notFilled"`
@@ -40,7 +41,6 @@ type Unfilled struct {
 type check struct {
 	o     *orderRec
 	last  string // what GET /v1/order last said: a status, or "HTTP 400 -2013"
-	first time.Time
 	final bool
 	ok    bool
 }
@@ -49,8 +49,8 @@ type check struct {
 var terminal = map[string]bool{"FILLED": true, "REJECTED": true, "CANCELED": true, "EXPIRED": true}
 
 // verify reads every acknowledged order (and every order in doubt) through GET /v1/order by
-// origClientOrderId, with the key that placed it, until it is terminal or has had
-// --verify-timeout to get there. Reads are paced under each key's weight budget.
+// origClientOrderId, with the key that placed it, until it is terminal (see checkAll for
+// when the wait ends). Reads are paced under each key's weight budget.
 func (r *runner) verify(ctx context.Context, acked, inDoubt []*orderRec) VerifyResult {
 	began := time.Now()
 	checks := make([]*check, 0, len(acked)+len(inDoubt))
@@ -85,7 +85,10 @@ func (r *runner) verify(ctx context.Context, acked, inDoubt []*orderRec) VerifyR
 	return v
 }
 
-// checkAll runs the checks on a pool of workers until each is final.
+// checkAll runs the checks on a pool of workers until each is final, or until reads have
+// gone on for --verify-timeout without any check becoming final: a service still working
+// through a backlog keeps settling orders, so only a stall ends the wait (time spent waiting
+// for a key's weight budget is not a stall), and what is left then is not FILLED.
 func (r *runner) checkAll(ctx context.Context, checks []*check) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -93,11 +96,10 @@ func (r *runner) checkAll(ctx context.Context, checks []*check) {
 	for _, c := range checks {
 		queue <- c
 	}
-	var left atomic.Int64
+	var left, reads atomic.Int64
 	left.Store(int64(len(checks)))
 	workers := min(64, max(4, 2*len(r.agents)))
-	var wg sync.WaitGroup
-	var timers sync.WaitGroup
+	var wg, timers sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
@@ -107,7 +109,9 @@ func (r *runner) checkAll(ctx context.Context, checks []*check) {
 				case <-ctx.Done():
 					return
 				case c := <-queue:
-					if r.checkOnce(ctx, c) {
+					final := r.checkOnce(ctx, c)
+					reads.Add(1)
+					if final {
 						if left.Add(-1) == 0 {
 							cancel()
 						}
@@ -119,6 +123,25 @@ func (r *runner) checkAll(ctx context.Context, checks []*check) {
 			}
 		}()
 	}
+	wg.Add(1)
+	go func() { // the stall watchdog
+		defer wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		w := stallWatch{limit: r.o.VerifyTimeout, left: left.Load()}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if w.tick(time.Second, left.Load(), reads.Load()) {
+				r.logf("verification: no order settled over %s of reads; %d are not FILLED", r.o.VerifyTimeout, left.Load())
+				cancel()
+				return
+			}
+		}
+	}()
 	wg.Wait()
 	timers.Wait()
 }
@@ -134,9 +157,6 @@ func (r *runner) checkOnce(ctx context.Context, c *check) bool {
 		if sleep(ctx, wait) != nil {
 			return false
 		}
-	}
-	if c.first.IsZero() {
-		c.first = time.Now()
 	}
 	res, err := a.c.Signed(ctx, http.MethodGet, "/v1/order",
 		url.Values{"login": {strconv.FormatInt(c.o.login, 10)}, "origClientOrderId": {c.o.coid}}, gwclient.InQuery)
@@ -165,9 +185,25 @@ func (r *runner) checkOnce(ctx context.Context, c *check) bool {
 		e, _ := res.Err()
 		c.last = "HTTP " + strconv.Itoa(res.Status) + " " + strconv.Itoa(e.Code)
 	}
-	if time.Since(c.first) >= r.o.VerifyTimeout {
-		c.final = true
-		return true
-	}
 	return false
+}
+
+// stallWatch tells a verification that goes on reading without any order settling from one
+// that is merely waiting for weight budgets (no reads: not a stall) or making progress.
+type stallWatch struct {
+	limit       time.Duration
+	stalled     time.Duration
+	left, reads int64
+}
+
+// tick takes the counts after d more and reports whether the stall has reached the limit.
+func (w *stallWatch) tick(d time.Duration, left, reads int64) bool {
+	switch {
+	case left != w.left:
+		w.stalled = 0
+	case reads != w.reads:
+		w.stalled += d
+	}
+	w.left, w.reads = left, reads
+	return w.stalled >= w.limit
 }
