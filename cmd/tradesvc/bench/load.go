@@ -19,6 +19,7 @@ type orderRec struct {
 	agent *agent
 	login int64
 	due   time.Time
+	timed bool // its key's user data stream is read: its DEAL is timed
 
 	sent       bool
 	lag        time.Duration // from due to the sender running (the client's own lateness)
@@ -87,7 +88,7 @@ func (r *runner) run(ctx context.Context, l *load) {
 	for i := range l.recs {
 		k, li := Assignment(i, len(l.agents), loginsOf)
 		a := l.agents[k]
-		l.recs[i] = &orderRec{coid: clientOrderID(r.id, first+i), agent: a, login: a.Logins[li]}
+		l.recs[i] = &orderRec{coid: clientOrderID(r.id, first+i), agent: a, login: a.Logins[li], timed: a.stream != nil}
 	}
 	var wg sync.WaitGroup
 	l.start = time.Now().Add(20 * time.Millisecond)

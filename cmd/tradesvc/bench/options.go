@@ -59,6 +59,8 @@ type Options struct {
 	Floor        bool
 	FloorSamples int
 	Streams      bool
+	// StreamKeys limits the streams to the first keys (0: every key's).
+	StreamKeys int
 	// Settle bounds the wait for the DEAL frames of acknowledged orders after the load.
 	Settle time.Duration
 	Verify bool
@@ -127,6 +129,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Floor, "floor", true, "measure the floor: HTTPS round trip, two chained Kafka hops, one Postgres commit")
 	fs.IntVar(&o.FloorSamples, "floor-samples", 200, "samples of each part of the floor")
 	fs.BoolVar(&o.Streams, "streams", true, "open each key's user data stream and time every order's DEAL (ack, sustain, overload)")
+	fs.IntVar(&o.StreamKeys, "stream-keys", 0, "open the user data streams of the first N keys only, and time only their orders' DEALs (0: every key's)")
 	fs.DurationVar(&o.Settle, "settle", 2*time.Minute, "after the load, how long to wait for the DEAL frames still missing")
 	fs.BoolVar(&o.Verify, "verify", true, "verify through GET /v1/order that every acknowledged order is FILLED")
 	fs.DurationVar(&o.VerifyTimeout, "verify-timeout", time.Minute, "verification ends after reading this long without any order settling (terminal); what is left is not FILLED")
@@ -180,8 +183,8 @@ func (o *Options) Normalize() error {
 	if o.Symbol == "" {
 		errs = append(errs, errors.New("--symbol is empty"))
 	}
-	if o.Conns <= 0 || o.FloorSamples <= 0 || o.LoginsPerKey <= 0 {
-		errs = append(errs, errors.New("--conns, --floor-samples and --logins-per-key must be positive"))
+	if o.Conns <= 0 || o.FloorSamples <= 0 || o.LoginsPerKey <= 0 || o.StreamKeys < 0 {
+		errs = append(errs, errors.New("--conns, --floor-samples and --logins-per-key must be positive, --stream-keys not negative"))
 	}
 	if o.KeyUsage <= 0 || o.KeyUsage > 1 {
 		errs = append(errs, errors.New("--key-usage must be in (0, 1]"))

@@ -108,7 +108,7 @@ func (r *runner) prepare(ctx context.Context, a *agent) error {
 		}
 		r.ready[l] = true
 	}
-	if r.o.Streams && r.o.Scenario != ScenarioResult {
+	if r.o.Streams && r.o.Scenario != ScenarioResult && (r.o.StreamKeys == 0 || r.streams.count < r.o.StreamKeys) {
 		s, err := r.streams.open(ctx, a)
 		if err != nil {
 			return err

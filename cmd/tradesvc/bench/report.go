@@ -75,7 +75,7 @@ func (rep *Report) WriteText(w io.Writer) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 	p("tradesvc bench %s  (run %s, %s, %s)", rep.Scenario, rep.RunID, rep.BaseURL,
 		time.UnixMilli(rep.StartedAt).UTC().Format("2006-01-02 15:04:05 UTC"))
-	p("orders: MARKET %s %s %s; %d keys (%.1f orders/s each at most) over logins %s; %d connections",
+	p("orders: MARKET %s %s %s; keys: %d at hand (%.1f orders/s each at most) over logins %s; %d connections",
 		rep.Settings.Side, rep.Settings.Volume, rep.Settings.Symbol, rep.Keys.Keys, rep.Keys.OrdersPerSecPerKey,
 		joinLogins(rep.Keys.Logins), rep.Settings.Conns)
 	if f := rep.Floor; f != nil {
@@ -142,6 +142,9 @@ func (rep *Report) writeLoad(p func(string, ...any), l *LoadResult) {
 	if f := l.Fill; f != nil {
 		p("  acceptance → FILLED (DEAL on the user stream): %d seen, %d missing; p50 %.2f ms, p90 %.2f ms, p99 %s, max %.2f ms",
 			f.Seen, f.Missing, f.Latency.P50, f.Latency.P90, fillCell(f.P99WithMissingMs), f.Latency.Max)
+		if f.Untimed > 0 {
+			p("  %d orders not timed: their keys' streams were not read (--stream-keys)", f.Untimed)
+		}
 		if f.WithoutC > 0 {
 			p("  %d DEAL frames came without the order's C (timed by order id; the spec wants C on each)", f.WithoutC)
 		}

@@ -73,7 +73,7 @@ func TestReportTableNamesEveryFigure(t *testing.T) {
 	rep.WriteText(&buf)
 	out := buf.String()
 	for _, want := range []string{
-		"tradesvc bench ack", "125 keys (8.0 orders/s each at most) over logins 1001,1002",
+		"tradesvc bench ack", "keys: 125 at hand (8.0 orders/s each at most) over logins 1001,1002",
 		"HTTPS round trip 0.200 ms + 2 Kafka hops 2.500 ms + Postgres commit 0.300 ms = 3.000 ms",
 		"200 ACCEPTED", "400 -1021", "outside of the recvWindow", "acknowledged 59990: 999.8/s",
 		"answer p50 / floor: 2.00×", "59990 seen, 0 missing", "3 DEAL frames came without the order's C",

@@ -42,7 +42,12 @@ func (r *runner) phase(ctx context.Context, name string, rate float64, d time.Du
 // looked up by order id (their frame may have come without it), and the wait goes on for
 // the rest, up to --settle in all.
 func (r *runner) awaitDeals(ctx context.Context, name string, recs []*orderRec) {
-	acked, _ := split(recs)
+	var acked []*orderRec
+	for _, o := range recs {
+		if o.acknowledged() && o.timed {
+			acked = append(acked, o)
+		}
+	}
 	began := time.Now()
 	missing := r.settle(ctx, acked, 3*time.Second, r.o.Settle)
 	adopted := 0

@@ -124,6 +124,7 @@ type streamGroup struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	gaps   atomic.Int64
+	count  int // streams opened (by the runner's goroutine only)
 }
 
 func newStreamGroup(r *runner) *streamGroup {
@@ -154,6 +155,7 @@ func (g *streamGroup) open(ctx context.Context, a *agent) (*userStream, error) {
 		return nil, err
 	}
 	s.c = c
+	g.count++
 	g.wg.Add(2)
 	go s.read()
 	go s.keepAlive()

@@ -38,8 +38,10 @@ type LoadResult struct {
 // FillResult is acceptance (the acknowledgement's arrival) to FILLED (the arrival of the
 // order's DEAL on the key's user data stream), over the acknowledged orders.
 type FillResult struct {
-	Seen    int     `json:"seen"`
-	Missing int     `json:"missing"`
+	Seen    int `json:"seen"`
+	Missing int `json:"missing"`
+	// Untimed orders were placed by keys whose stream was not read (--stream-keys).
+	Untimed int     `json:"untimed,omitempty"`
 	Latency Summary `json:"latency"`
 	// P99WithMissingMs counts a missing DEAL as infinitely late: -1 when more than 1 % are
 	// missing (the p99 is then unknown and unbounded).
@@ -105,6 +107,10 @@ func summarize(l *load, deals fillLookup, fills bool) LoadResult {
 			lastAck = o.answeredAt
 		}
 		if !fills {
+			continue
+		}
+		if !o.timed {
+			f.Untimed++
 			continue
 		}
 		at, ok := deals.arrival(o.coid)

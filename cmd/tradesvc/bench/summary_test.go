@@ -17,7 +17,7 @@ func (f fakeDeals) withoutC(coid string) bool             { return f.noC[coid] }
 // answered is an order sent at due+lag that took latency and got status (or code).
 func answered(coid string, due time.Time, latency time.Duration, httpStatus int, status string, code int) *orderRec {
 	lag := time.Millisecond
-	return &orderRec{coid: coid, due: due, sent: true, lag: lag, latency: latency, answeredAt: due.Add(lag + latency),
+	return &orderRec{coid: coid, due: due, sent: true, timed: true, lag: lag, latency: latency, answeredAt: due.Add(lag + latency),
 		httpStatus: httpStatus, status: status, code: code}
 }
 
@@ -98,6 +98,19 @@ func TestAcceptedRateIsOverTheTimeToTheLastAcknowledgement(t *testing.T) {
 	// The last answer came 0.75 + 0.001 + 1.9 s after the start: 4 / 2.651 s.
 	if lr.AcceptedPerSec != 1.5 || lr.Fill != nil {
 		t.Fatalf("accepted/s %v (want 1.5), fill %+v (want none for RESULT)", lr.AcceptedPerSec, lr.Fill)
+	}
+}
+
+func TestOrdersOfKeysWithoutAStreamAreNotTimed(t *testing.T) {
+	start := time.UnixMilli(3_000_000)
+	l := &load{sched: Schedule{Rate: 2, Duration: time.Second}, respType: "ACK", start: start}
+	timed := answered(coid(0), start, time.Millisecond, 200, "ACCEPTED", 0)
+	untimed := answered(coid(1), start, time.Millisecond, 200, "ACCEPTED", 0)
+	untimed.timed = false
+	l.recs = []*orderRec{timed, untimed}
+	lr := summarize(l, fakeDeals{at: map[string]time.Time{coid(0): timed.answeredAt.Add(5 * time.Millisecond)}}, true)
+	if f := lr.Fill; f.Seen != 1 || f.Missing != 0 || f.Untimed != 1 || f.P99WithMissingMs != 5 {
+		t.Fatalf("fill %+v: the untimed order is neither seen nor missing", f)
 	}
 }
 
