@@ -1,6 +1,7 @@
 package events
 
 import (
+	"encoding/json"
 	"sort"
 
 	"github.com/cockroachdb/apd/v3"
@@ -66,6 +67,11 @@ type ExecutionOutcome struct {
 	// band (each with its feed sequence): the projection applies them with the outcome in one
 	// transaction, and the relay's later copies of the same facts are no-ops by sequence.
 	Facts *ExecutionFacts `json:"facts,omitempty"`
+	// CommandType and Command are the command event this outcome decides, as it was appended
+	// to the command topic: the outcome alone holds everything its answer is made of, so it
+	// is answered in one transaction however far the command topic's consumers lag.
+	CommandType string          `json:"commandType,omitempty"`
+	Command     json.RawMessage `json:"command,omitempty"`
 }
 
 // ExecutionFacts are the facts one send caused, each kind in feed-sequence order.

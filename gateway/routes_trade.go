@@ -256,7 +256,7 @@ func (s *Server) await(ctx context.Context, res command.Result) command.Result {
 	if res.Known && res.Op.Answered() {
 		return res
 	}
-	op, found, err := s.app.Queries.Operation.Await(ctx, res.Op.OperationID, res.Op.Attempt, WaitLimit)
+	op, found, err := s.app.Queries.Operation.Await(ctx, res.Op, WaitLimit)
 	if err != nil {
 		s.log.Warn("gateway: wait for operation", "operation", res.Op.OperationID, "err", err)
 		return res

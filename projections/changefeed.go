@@ -8,11 +8,12 @@ import (
 	"log/slog"
 	"sync"
 	"time"
-	"tradesvc/events"
-	"tradesvc/query"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"tradesvc/events"
+	"tradesvc/query"
 )
 
 // ErrLagged ends a subscription whose buffer was full when a change was due.
@@ -31,6 +32,9 @@ type ChangeFeedConfig struct {
 	// Poll is how often the feed reads new rows without a notification (default 500ms), so
 	// a lost notification only delays delivery.
 	Poll time.Duration
+	// Recent is how long the latest state of each operation is kept for a waiter that starts
+	// watching after it committed (default 30s).
+	Recent time.Duration
 }
 
 // Validate reports every problem at once.
@@ -39,8 +43,8 @@ func (c ChangeFeedConfig) Validate() error {
 	if c.ConnString == "" {
 		errs = append(errs, errors.New("projections: change feed needs a connection string"))
 	}
-	if c.Poll < 0 {
-		errs = append(errs, errors.New("projections: change feed poll interval must not be negative"))
+	if c.Poll < 0 || c.Recent < 0 {
+		errs = append(errs, errors.New("projections: change feed poll interval and recent window must not be negative"))
 	}
 	return errors.Join(errs...)
 }
@@ -48,22 +52,28 @@ func (c ChangeFeedConfig) Validate() error {
 // changeFeedPage is how many rows one catch-up query reads.
 const changeFeedPage = 1000
 
-// ChangeFeed tails rm.changes in a gateway: LISTEN rm_changes on a dedicated connection,
-// catch-up by "seq > last" on every notification and every Poll, reconnection with backoff.
-// It wakes operation waiters (RESULT) and feeds user-stream subscriptions. It starts at the
-// newest row when Run first connects: history is not replayed.
+// ChangeFeed tails rm.changes in a gateway. Rows reach it three ways, all in each
+// partition's order: handed over by the trading projection of this process once committed
+// (Publish), in the payload of a NOTIFY from another process's, or read by query when a
+// notification said more than it carried, when a partition's numbers have a gap, and every
+// Poll. It wakes operation waiters with the operation's state itself (no read per wake) and
+// feeds user-stream subscriptions. It starts at the newest row of each partition when Run
+// first connects: history is not replayed.
 type ChangeFeed struct {
 	cfg ChangeFeedConfig
 
 	ready     chan struct{}
 	readyOnce sync.Once
+	behind    chan int32 // partitions with a gap to read by query (buffered)
 
 	mu         sync.Mutex
-	last       int64
+	last       map[int32]int64 // per partition, the last row dispatched
 	positioned bool
 	stopped    bool
-	watchers   map[string]map[chan struct{}]struct{}
+	watchers   map[string]map[chan query.OperationState]struct{}
+	recent     recentStates
 	subs       map[*Subscription]struct{}
+	observers  []func(query.Change)
 	live       bool      // a session reads the feed
 	lastErr    error     // why the last session ended
 	stateSince time.Time // when live or lastErr last changed
@@ -97,7 +107,11 @@ func NewChangeFeed(cfg ChangeFeedConfig) (*ChangeFeed, error) {
 	if cfg.Poll == 0 {
 		cfg.Poll = 500 * time.Millisecond
 	}
-	return &ChangeFeed{cfg: cfg, ready: make(chan struct{}), watchers: map[string]map[chan struct{}]struct{}{},
+	if cfg.Recent == 0 {
+		cfg.Recent = 30 * time.Second
+	}
+	return &ChangeFeed{cfg: cfg, ready: make(chan struct{}), behind: make(chan int32, 64), last: map[int32]int64{},
+		watchers: map[string]map[chan query.OperationState]struct{}{}, recent: newRecentStates(cfg.Recent),
 		subs: map[*Subscription]struct{}{}}, nil
 }
 
@@ -126,8 +140,10 @@ func (f *ChangeFeed) Run(ctx context.Context) error {
 	return nil
 }
 
-// session is one connection's life: position (first time only), LISTEN, then catch up on
-// every notification or poll tick. healthy says it got as far as reading the feed.
+// session is one connection's life: position (first time only), LISTEN, then dispatch what
+// each notification carries, and catch up by query on a gap, on a poll tick, and at once
+// after connecting (nothing committed while it was away is missed). healthy says it got as
+// far as reading the feed.
 func (f *ChangeFeed) session(ctx context.Context) (healthy bool, err error) {
 	conn, err := pgx.Connect(ctx, f.cfg.ConnString)
 	if err != nil {
@@ -146,25 +162,71 @@ func (f *ChangeFeed) session(ctx context.Context) (healthy bool, err error) {
 	if err := f.position(ctx, conn); err != nil {
 		return false, err
 	}
+	poll := time.Now()
 	for {
-		if err := f.catchUp(ctx, conn); err != nil {
+		if err := f.catchUp(ctx, conn, nil); err != nil {
 			return healthy, err
 		}
 		if !healthy {
 			f.setState(true, nil)
 		}
 		healthy = true
-		waitCtx, cancel := context.WithTimeout(ctx, f.cfg.Poll)
-		_, err := conn.WaitForNotification(waitCtx)
-		cancel()
-		if err != nil && (ctx.Err() != nil || conn.IsClosed() || !pgconn.Timeout(err)) {
-			return healthy, fmt.Errorf("wait for notification: %w", err)
+		for time.Since(poll) < f.cfg.Poll {
+			if err := f.listen(ctx, conn, poll.Add(f.cfg.Poll)); err != nil {
+				return healthy, err
+			}
+		}
+		poll = time.Now()
+	}
+}
+
+// listen waits for a notification until the deadline and dispatches it; a partition behind
+// (a gap, or a notification without its rows) is read by query.
+func (f *ChangeFeed) listen(ctx context.Context, conn *pgx.Conn, deadline time.Time) error {
+	select {
+	case part := <-f.behind:
+		return f.catchUp(ctx, conn, []int32{part})
+	default:
+	}
+	waitCtx, cancel := context.WithDeadline(ctx, deadline)
+	n, err := conn.WaitForNotification(waitCtx)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil || conn.IsClosed() || !pgconn.Timeout(err) {
+			return fmt.Errorf("wait for notification: %w", err)
+		}
+		return nil
+	}
+	var p notifyPayload
+	if err := json.Unmarshal([]byte(n.Payload), &p); err != nil {
+		return nil // an empty or foreign notification: the poll reads whatever it meant
+	}
+	page, err := notifiedRows(p)
+	if err != nil {
+		f.cfg.Logger.Warn("change feed: unreadable notification", "err", err)
+	}
+	if len(page) == 0 || !f.dispatch(p.Part, page) {
+		if f.lastOf(p.Part) < p.To {
+			return f.catchUp(ctx, conn, []int32{p.Part})
+		}
+	}
+	return nil
+}
+
+// Publish hands over rows a transaction of this process committed (the trading projection's
+// Committed): they are dispatched at once; rows out of order make the feed read the
+// partition by query.
+func (f *ChangeFeed) Publish(part int32, rows []query.Change) {
+	if len(rows) > 0 && !f.dispatch(part, rows) && f.lastOf(part) < rows[len(rows)-1].Seq {
+		select {
+		case f.behind <- part:
+		default: // already asked; the poll reads it anyway
 		}
 	}
 }
 
-// position starts the feed at the newest row, once: after a reconnection it goes on from
-// where it stood, so nothing committed meanwhile is missed.
+// position starts the feed at the head of every partition, once: after a reconnection it goes
+// on from where it stood, so nothing committed meanwhile is missed.
 func (f *ChangeFeed) position(ctx context.Context, conn *pgx.Conn) error {
 	f.mu.Lock()
 	done := f.positioned
@@ -172,109 +234,201 @@ func (f *ChangeFeed) position(ctx context.Context, conn *pgx.Conn) error {
 	if done {
 		return nil
 	}
-	var last int64
-	if err := conn.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM rm.changes`).Scan(&last); err != nil {
+	heads, err := readHeads(ctx, conn)
+	if err != nil {
 		return fmt.Errorf("position: %w", err)
 	}
 	f.mu.Lock()
-	f.last, f.positioned = last, true
+	for part, seq := range heads {
+		f.last[part] = max(f.last[part], seq)
+	}
+	f.positioned = true
 	f.mu.Unlock()
 	f.readyOnce.Do(func() { close(f.ready) })
 	return nil
+}
+
+func readHeads(ctx context.Context, conn *pgx.Conn) (map[int32]int64, error) {
+	rows, err := conn.Query(ctx, `SELECT part, seq FROM rm.change_heads`)
+	if err != nil {
+		return nil, err
+	}
+	heads := map[int32]int64{}
+	for rows.Next() {
+		var part int32
+		var seq int64
+		if err := rows.Scan(&part, &seq); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		heads[part] = seq
+	}
+	return heads, rows.Err()
 }
 
 // Ready is closed once Run has taken its starting position: every change committed after
 // that is delivered.
 func (f *ChangeFeed) Ready() <-chan struct{} { return f.ready }
 
-// catchUp reads and dispatches every row after the last one, a page at a time.
-func (f *ChangeFeed) catchUp(ctx context.Context, conn *pgx.Conn) error {
-	for {
-		f.mu.Lock()
-		after := f.last
-		f.mu.Unlock()
-		rows, err := conn.Query(ctx, `SELECT seq, login, kind, coalesce(operation_id, ''), coalesce(api_key_id, 0),
-			coalesce(client_order_id, ''), event, coalesce((event->>'answered')::boolean, true), created_at
-			FROM rm.changes WHERE seq > $1 ORDER BY seq LIMIT $2`,
-			after, changeFeedPage)
-		if err != nil {
-			return fmt.Errorf("read changes: %w", err)
-		}
-		page, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (query.Change, error) {
-			var c query.Change
-			var raw []byte
-			if err := row.Scan(&c.Seq, &c.Login, &c.Kind, &c.OperationID, &c.APIKeyID, &c.ClientOrderID, &raw, &c.Answered,
-				&c.CreatedAt); err != nil {
-				return c, err
-			}
-			if query.IsUserStreamKind(c.Kind) {
-				if c.Fact, err = decodeFact(c.Kind, raw); err != nil {
-					// Not a fact this build can read (a row older than the format): the
-					// stream cannot render it; say so rather than stop the feed.
-					f.cfg.Logger.Error("change feed: undecodable fact", "seq", c.Seq, "kind", c.Kind, "err", err)
-				}
-			}
-			return c, nil
-		})
-		if err != nil {
-			return fmt.Errorf("read changes: %w", err)
-		}
-		f.dispatch(page)
-		if len(page) < changeFeedPage {
-			return nil
-		}
-	}
-}
-
-func (f *ChangeFeed) dispatch(page []query.Change) {
-	if len(page) == 0 {
-		return
-	}
+func (f *ChangeFeed) lastOf(part int32) int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, c := range page {
-		f.last = c.Seq
-		// An operation's answer is in its OPERATION row (every change of its status, codes,
-		// deals or decision writes one): its DEAL and ORDER_UPDATE rows need not wake waiters,
-		// nor does an OPERATION row of a state that answers nobody yet (ACCEPTED, a fill its
-		// deals have not confirmed): the waiter would read and wait again.
-		if c.Kind == query.ChangeOperation && c.OperationID != "" && c.Answered {
-			for ch := range f.watchers[c.OperationID] {
-				select {
-				case ch <- struct{}{}:
-				default: // a wake-up is already pending
-				}
+	return f.last[part]
+}
+
+// catchUp reads and dispatches every row after the last one of the given partitions (all
+// partitions whose head moved, when parts is nil), a page at a time.
+func (f *ChangeFeed) catchUp(ctx context.Context, conn *pgx.Conn, parts []int32) error {
+	if parts == nil {
+		heads, err := readHeads(ctx, conn)
+		if err != nil {
+			return fmt.Errorf("read change heads: %w", err)
+		}
+		for part, seq := range heads {
+			if seq > f.lastOf(part) {
+				parts = append(parts, part)
 			}
 		}
-		if !query.IsUserStreamKind(c.Kind) || c.Fact == nil {
+	}
+	for _, part := range parts {
+		for {
+			page, err := f.readPage(ctx, conn, part, f.lastOf(part))
+			if err != nil {
+				return err
+			}
+			f.dispatch(part, page)
+			if len(page) < changeFeedPage {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+func (f *ChangeFeed) readPage(ctx context.Context, conn *pgx.Conn, part int32, after int64) ([]query.Change, error) {
+	rows, err := conn.Query(ctx, `SELECT seq, login, kind, coalesce(operation_id, ''), coalesce(api_key_id, 0),
+		coalesce(client_order_id, ''), event, created_at
+		FROM rm.changes WHERE part = $1 AND seq > $2 ORDER BY seq LIMIT $3`, part, after, changeFeedPage)
+	if err != nil {
+		return nil, fmt.Errorf("read changes: %w", err)
+	}
+	page, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (query.Change, error) {
+		c := query.Change{Part: part}
+		var raw []byte
+		if err := row.Scan(&c.Seq, &c.Login, &c.Kind, &c.OperationID, &c.APIKeyID, &c.ClientOrderID, &raw,
+			&c.CreatedAt); err != nil {
+			return c, err
+		}
+		if err := decodeChange(&c, raw); err != nil {
+			// Not a row this build can read: the change cannot be rendered; say so rather
+			// than stop the feed.
+			f.cfg.Logger.Error("change feed: undecodable row", "part", part, "seq", c.Seq, "kind", c.Kind, "err", err)
+		}
+		return c, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read changes: %w", err)
+	}
+	return page, nil
+}
+
+// notifiedRows are the rows a notification carried.
+func notifiedRows(p notifyPayload) ([]query.Change, error) {
+	out := make([]query.Change, 0, len(p.Rows))
+	now := time.Now()
+	var errs []error
+	for _, r := range p.Rows {
+		c := query.Change{Part: p.Part, Seq: r.Seq, Login: r.Login, Kind: r.Kind, OperationID: r.OperationID,
+			APIKeyID: r.APIKeyID, ClientOrderID: r.ClientOrderID, CreatedAt: now}
+		if err := decodeChange(&c, r.Event); err != nil {
+			errs = append(errs, err)
+		}
+		out = append(out, c)
+	}
+	return out, errors.Join(errs...)
+}
+
+// dispatch delivers rows of part that follow the last one dispatched; it reports false when
+// they do not (a gap: the caller reads the partition by query). Rows already dispatched are
+// dropped.
+func (f *ChangeFeed) dispatch(part int32, rows []query.Change) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range rows {
+		last := f.last[part]
+		if c.Seq <= last {
 			continue
 		}
-		for s := range f.subs {
-			if !s.match(c.Login) {
-				continue
-			}
-			select {
-			case s.ch <- c:
-			default:
-				delete(f.subs, s)
-				s.end(ErrLagged)
-			}
+		if c.Seq != last+1 {
+			return false
+		}
+		f.last[part] = c.Seq
+		f.deliver(c)
+	}
+	return true
+}
+
+// deliver hands one change to its waiters, observers and subscriptions (f.mu held).
+func (f *ChangeFeed) deliver(c query.Change) {
+	for _, o := range f.observers {
+		o(c)
+	}
+	if c.Kind == query.ChangeOperation && c.Operation != nil && c.OperationID != "" {
+		st := *c.Operation
+		f.recent.put(c.OperationID, st)
+		for ch := range f.watchers[c.OperationID] {
+			offer(ch, st)
+		}
+	}
+	if !query.IsUserStreamKind(c.Kind) || c.Fact == nil {
+		return
+	}
+	for s := range f.subs {
+		if !s.match(c.Login) {
+			continue
+		}
+		select {
+		case s.ch <- c:
+		default:
+			delete(f.subs, s)
+			s.end(ErrLagged)
 		}
 	}
 }
 
-// WatchOperation registers for wake-ups on every OPERATION change of operationID that answers
-// it (Change.Answered): the channel holds at most one pending wake-up. Call the returned
-// function to stop watching.
-func (f *ChangeFeed) WatchOperation(operationID string) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
+// offer puts st in ch, replacing a state nobody has taken yet (a waiter wants the newest).
+func offer(ch chan query.OperationState, st query.OperationState) {
+	for {
+		select {
+		case ch <- st:
+			return
+		default:
+		}
+		select {
+		case old := <-ch:
+			if old.Version > st.Version {
+				st = old
+			}
+		default:
+		}
+	}
+}
+
+// WatchOperation delivers every OPERATION change of operationID from now on, starting with the
+// latest one committed in the last Recent when there is one; the channel holds the newest
+// state not yet taken. Call the returned function to stop watching.
+func (f *ChangeFeed) WatchOperation(operationID string) (<-chan query.OperationState, func()) {
+	ch := make(chan query.OperationState, 1)
 	f.mu.Lock()
 	set := f.watchers[operationID]
 	if set == nil {
-		set = map[chan struct{}]struct{}{}
+		set = map[chan query.OperationState]struct{}{}
 		f.watchers[operationID] = set
 	}
 	set[ch] = struct{}{}
+	if st, ok := f.recent.get(operationID); ok {
+		ch <- st
+	}
 	f.mu.Unlock()
 	var once sync.Once
 	return ch, func() {
@@ -291,9 +445,17 @@ func (f *ChangeFeed) WatchOperation(operationID string) (<-chan struct{}, func()
 	}
 }
 
-// Subscribe delivers, in seq order, every DEAL, ORDER_UPDATE, POSITION_UPDATE and
-// ACCOUNT_UPDATE change committed after it returns (and after the feed is Ready) whose login
-// match accepts (match runs on the feed's goroutine and must be quick). buf is the
+// Observe calls fn with every change dispatched, in each partition's order, on the feed's
+// goroutine (fn must be quick and must not call the feed).
+func (f *ChangeFeed) Observe(fn func(query.Change)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.observers = append(f.observers, fn)
+}
+
+// Subscribe delivers, in each partition's order, every DEAL, ORDER_UPDATE, POSITION_UPDATE
+// and ACCOUNT_UPDATE change committed after it returns (and after the feed is Ready) whose
+// login match accepts (match runs on the feed's goroutine and must be quick). buf is the
 // subscription's buffer; a subscriber that lets it fill is ended with ErrLagged.
 func (f *ChangeFeed) Subscribe(match func(login int64) bool, buf int) query.Subscription {
 	s := &Subscription{match: match, ch: make(chan query.Change, max(buf, 1)), done: make(chan struct{}), feed: f}
@@ -368,15 +530,55 @@ var factTypes = map[string]func() events.Event{
 	query.ChangeAccountUpdate:  func() events.Event { return &events.AccountChanged{} },
 }
 
-// decodeFact reads the fact a change row of kind holds.
-func decodeFact(kind string, raw []byte) (events.Event, error) {
-	mk, ok := factTypes[kind]
+// decodeChange reads what a row's event holds: the fact of a user-stream kind, the state of
+// an OPERATION row.
+func decodeChange(c *query.Change, raw []byte) error {
+	if c.Kind == query.ChangeOperation {
+		var st query.OperationState
+		if err := json.Unmarshal(raw, &st); err != nil {
+			return fmt.Errorf("decode OPERATION row: %w", err)
+		}
+		c.Operation = &st
+		return nil
+	}
+	mk, ok := factTypes[c.Kind]
 	if !ok {
-		return nil, fmt.Errorf("no fact for change kind %q", kind)
+		return fmt.Errorf("no fact for change kind %q", c.Kind)
 	}
 	ev := mk()
 	if err := json.Unmarshal(raw, ev); err != nil {
-		return nil, fmt.Errorf("decode %s fact: %w", kind, err)
+		return fmt.Errorf("decode %s fact: %w", c.Kind, err)
 	}
-	return ev, nil
+	c.Fact = ev
+	return nil
+}
+
+// recentStates keeps the latest state of each operation for a while, in two generations:
+// an entry lives between one and two windows.
+type recentStates struct {
+	window    time.Duration
+	rotated   time.Time
+	cur, prev map[string]query.OperationState
+}
+
+func newRecentStates(window time.Duration) recentStates {
+	return recentStates{window: window, rotated: time.Now(), cur: map[string]query.OperationState{}}
+}
+
+func (r *recentStates) put(id string, st query.OperationState) {
+	if time.Since(r.rotated) > r.window {
+		r.prev, r.cur, r.rotated = r.cur, map[string]query.OperationState{}, time.Now()
+	}
+	if old, ok := r.cur[id]; ok && old.Version > st.Version {
+		return
+	}
+	r.cur[id] = st
+}
+
+func (r *recentStates) get(id string) (query.OperationState, bool) {
+	if st, ok := r.cur[id]; ok {
+		return st, true
+	}
+	st, ok := r.prev[id]
+	return st, ok
 }

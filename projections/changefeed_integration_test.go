@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/events"
+	"tradesvc/events/trading"
 	"tradesvc/infra/testenv"
 	"tradesvc/query"
 )
@@ -51,33 +53,51 @@ func cfSetup(t *testing.T) *cfEnv {
 
 func row(login int64, kind, operationID string) changeRow {
 	ev := fmt.Sprintf(`{"login":%d,"seq":77}`, login) // a fact (any of the four decodes it)
+	r := changeRow{login: login, kind: kind, operationID: operationID}
 	if kind == query.ChangeOperation {
-		ev = `{"status":"FILLED","version":1,"answered":true}`
+		st := &query.OperationState{Derived: trading.Derived{Status: trading.StatusFilled, Attempt: 1}, Version: 1, Answered: true}
+		b, _ := json.Marshal(st)
+		ev, r.op = string(b), st
 	}
-	return changeRow{login: login, kind: kind, operationID: operationID, event: []byte(ev)}
+	r.event = []byte(ev)
+	if query.IsUserStreamKind(kind) {
+		c := query.Change{Kind: kind}
+		if err := decodeChange(&c, r.event); err != nil {
+			panic(err)
+		}
+		r.fact = c.Fact
+	}
+	return r
 }
 
-// write commits rows in one transaction, as the projection does; notify false leaves the
-// feed to its poll.
-func (e *cfEnv) write(rows ...changeRow) { e.t.Helper(); e.writeNotify(true, rows...) }
+// write commits rows in one transaction of partition 0, as the projection does, and
+// announces them with their payload; notify false leaves the feed to its poll.
+func (e *cfEnv) write(rows ...changeRow) { e.t.Helper(); e.writePart(0, true, rows...) }
 
 func (e *cfEnv) writeNotify(notify bool, rows ...changeRow) {
 	e.t.Helper()
+	e.writePart(0, notify, rows...)
+}
+
+func (e *cfEnv) writePart(part int32, notify bool, rows ...changeRow) []changeRow {
+	e.t.Helper()
+	rows = append([]changeRow(nil), rows...)
 	err := pgx.BeginFunc(e.ctx, e.pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		b.Queue("SELECT pg_advisory_xact_lock($1, $2)", changeFeedLockClass, changeFeedLockID)
-		for _, r := range rows {
-			b.Queue(`INSERT INTO rm.changes (login, kind, operation_id, event) VALUES ($1, $2, $3, $4)`,
-				r.login, r.kind, nullText(r.operationID), r.event)
-		}
-		if notify {
-			b.Queue("SELECT pg_notify($1, '')", ChangesChannel)
-		}
+		queueChangeRows(b, part, rows)
 		return tx.SendBatch(e.ctx, b).Close()
 	})
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	if notify {
+		for _, payload := range notifyPayloads(part, rows) {
+			if _, err := e.pool.Exec(e.ctx, "SELECT pg_notify($1, $2)", ChangesChannel, payload); err != nil {
+				e.t.Fatal(err)
+			}
+		}
+	}
+	return rows
 }
 
 // next receives one change or fails after 10 s.
@@ -136,55 +156,110 @@ func TestChangeFeedDeliversLaterChangesInSeqOrderToMatchingSubscribers(t *testin
 	}
 }
 
-func TestChangeFeedWakesOperationWatchers(t *testing.T) {
+// Waiters get the operation's state itself from OPERATION rows (nothing to read back), the
+// newest first; a waiter that starts after the state committed still gets it.
+func TestChangeFeedHandsOperationStatesToWaiters(t *testing.T) {
 	e := cfSetup(t)
 	a, stopA := e.feed.WatchOperation("op-a")
 	b, stopB := e.feed.WatchOperation("op-b")
-	// A DEAL row owned by op-a does not wake its waiters: only OPERATION rows carry answers.
+	// A DEAL row owned by op-a carries no state: only OPERATION rows do.
 	e.write(row(1, query.ChangeDeal, "op-a"), row(1, query.ChangeOperation, "op-b"))
 	select {
-	case <-b:
+	case st := <-b:
+		if st.Status != trading.StatusFilled || st.Version != 1 || !st.Answered {
+			t.Fatalf("op-b state %+v", st)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("op-b watcher not woken")
 	}
 	select {
-	case <-a: // dispatched before op-b's row, so it would be pending by now
-		t.Fatal("op-a watcher woken by a DEAL row")
+	case st := <-a: // dispatched before op-b's row, so it would be pending by now
+		t.Fatalf("op-a watcher got %+v from a DEAL row", st)
 	default:
 	}
-	// Nor does an OPERATION row of a state that answers nobody yet.
-	unanswered := changeRow{login: 1, kind: query.ChangeOperation, operationID: "op-a",
-		event: []byte(`{"status":"ACCEPTED","version":1,"answered":false}`)}
-	e.write(unanswered, row(1, query.ChangeOperation, "op-b"))
-	select {
-	case <-b:
-	case <-time.After(10 * time.Second):
-		t.Fatal("op-b watcher not woken")
+	// Two states committed before the waiter takes one: it gets the newer.
+	older := row(1, query.ChangeOperation, "op-a")
+	newer := row(1, query.ChangeOperation, "op-a")
+	newer.event = []byte(`{"status":"REJECTED","code":-2010,"attempt":1,"version":2,"answered":true}`)
+	e.write(older, newer)
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case st := <-a:
+			if st.Version == 1 {
+				continue // taken before the newer one arrived
+			}
+			if st.Status != trading.StatusRejected || st.Code != -2010 || st.Version != 2 {
+				t.Fatalf("op-a state %+v", st)
+			}
+		case <-deadline:
+			t.Fatal("op-a watcher never got version 2")
+		}
+		break
 	}
+	// A waiter that starts now gets the latest state at once.
+	late, stopLate := e.feed.WatchOperation("op-a")
 	select {
-	case <-a:
-		t.Fatal("op-a watcher woken by an OPERATION row that answers nobody")
+	case st := <-late:
+		if st.Version != 2 {
+			t.Fatalf("late watcher got %+v", st)
+		}
 	default:
-	}
-	e.write(row(1, query.ChangeOperation, "op-b"), row(1, query.ChangeOperation, "op-a"), row(1, query.ChangeOperation, "op-a"))
-	select {
-	case <-a:
-	case <-time.After(10 * time.Second):
-		t.Fatal("op-a watcher not woken")
-	}
-	select {
-	case <-b:
-	default:
-		t.Fatal("op-b watcher not woken (its change came first)")
+		t.Fatal("a waiter that starts after the state committed did not get it")
 	}
 	stopA()
 	stopB()
 	stopB() // stopping twice is harmless
+	stopLate()
 	e.feed.mu.Lock()
 	left := len(e.feed.watchers)
 	e.feed.mu.Unlock()
 	if left != 0 {
 		t.Fatalf("%d watcher sets left after stop", left)
+	}
+}
+
+// Partitions are numbered apart and delivered each in its order; rows handed over in process
+// (Publish) are delivered at once and not again when their NOTIFY arrives; a partition whose
+// next rows are missing is read by query.
+func TestChangeFeedDeliversEachPartitionInOrderWhateverWayItsRowsArrive(t *testing.T) {
+	e := cfSetup(t)
+	sub := e.feed.Subscribe(func(int64) bool { return true }, 5000)
+	defer sub.Close()
+	p3 := e.writePart(3, false, row(30, query.ChangeDeal, ""), row(30, query.ChangeDeal, ""))
+	p5 := e.writePart(5, true, row(50, query.ChangeDeal, ""))
+	got := map[int32][]int64{}
+	for len(got[3])+len(got[5]) < 3 {
+		c := next(t, sub)
+		got[c.Part] = append(got[c.Part], c.Seq)
+	}
+	if fmt.Sprint(got[3]) != fmt.Sprint([]int64{p3[0].seq, p3[1].seq}) || fmt.Sprint(got[5]) != fmt.Sprint([]int64{p5[0].seq}) {
+		t.Fatalf("delivered %v, want partition 3 %d,%d and partition 5 %d", got, p3[0].seq, p3[1].seq, p5[0].seq)
+	}
+	// In process: published rows go at once; their NOTIFY later changes nothing.
+	rows := e.writePart(3, false, row(31, query.ChangeDeal, ""))
+	e.feed.Publish(3, []query.Change{rows[0].change(3, time.Now())})
+	if c := next(t, sub); c.Part != 3 || c.Seq != rows[0].seq || c.Login != 31 {
+		t.Fatalf("published row came as %+v", c)
+	}
+	for _, payload := range notifyPayloads(3, rows) {
+		if _, err := e.pool.Exec(e.ctx, "SELECT pg_notify($1, $2)", ChangesChannel, payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A row published past a gap makes the feed read the partition: both come, in order.
+	skipped := e.writePart(3, false, row(32, query.ChangeDeal, ""))
+	after := e.writePart(3, false, row(33, query.ChangeDeal, ""))
+	e.feed.Publish(3, []query.Change{after[0].change(3, time.Now())})
+	for i, want := range []int64{skipped[0].seq, after[0].seq} {
+		if c := next(t, sub); c.Part != 3 || c.Seq != want {
+			t.Fatalf("after the gap, change %d is %+v, want seq %d", i, c, want)
+		}
+	}
+	select {
+	case c := <-sub.C():
+		t.Fatalf("a row came twice: %+v", c)
+	case <-time.After(300 * time.Millisecond):
 	}
 }
 

@@ -25,7 +25,8 @@ const ReferenceName = "projection.reference"
 // Reference projects SymbolSpecified, ServerSpecified and AccountSnapshot into rm.symbols,
 // rm.server and rm.accounts.
 type Reference struct {
-	pool *pgxpool.Pool
+	pool      *pgxpool.Pool
+	positions *Positions
 	// changed is called after a batch that touched symbols or the server commits, so readers
 	// drop their caches at once.
 	changed func()
@@ -39,7 +40,19 @@ func NewReference(pool *pgxpool.Pool, changed func()) (*Reference, error) {
 	if changed == nil {
 		changed = func() {}
 	}
-	return &Reference{pool: pool, changed: changed}, nil
+	return &Reference{pool: pool, changed: changed, positions: NewPositions(pool, ReferenceName)}, nil
+}
+
+// Positions implements Positioned.
+func (r *Reference) Positions() batch.Positions { return r.positions }
+
+// Accepts implements Accepting.
+func (r *Reference) Accepts(eventType string) bool {
+	switch eventType {
+	case "SymbolSpecified_v1", "ServerSpecified_v1", "AccountSnapshot_v1":
+		return true
+	}
+	return false
 }
 
 // Topics the projection reads.
@@ -81,10 +94,7 @@ func (r *Reference) Apply(ctx context.Context, msgs []batch.Message) error {
 				dec.String(e.FreeMargin), dec.String(e.Profit), dec.String(e.MarginLevel), e.Time, e.ObservedAt)
 		}
 	}
-	if b.Len() == 0 {
-		return nil
-	}
-	if err := applyBatch(ctx, r.pool, b); err != nil {
+	if err := applyPositioned(ctx, r.pool, r.positions, msgs, b); err != nil {
 		return fmt.Errorf("reference projection: %w", err)
 	}
 	if touchedSpecs {
@@ -93,22 +103,31 @@ func (r *Reference) Apply(ctx context.Context, msgs []batch.Message) error {
 	return nil
 }
 
-// applyBatch runs b in one transaction with asynchronous commit: read models are rebuildable
-// from the log, so losing the last few milliseconds in a crash costs a replay, not data.
-func applyBatch(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch) error {
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+// applyPositioned runs b in one transaction with the advance of positions over msgs
+// (synchronous commit: what was applied and where the log stands are committed together).
+// Messages the store says were applied already are left out of b's effects only by b's
+// own idempotence: a projection whose statements only move rows forward may re-run them.
+func applyPositioned(ctx context.Context, pool *pgxpool.Pool, positions *Positions, msgs []batch.Message, b *pgx.Batch) error {
+	var adv *advance
+	err := inTx(ctx, pool, func(tx pgx.Tx) error {
+		var err error
+		if _, adv, err = positions.plan(ctx, tx, msgs); err != nil {
 			return err
 		}
-		res := tx.SendBatch(ctx, b)
-		for i := 0; i < b.Len(); i++ {
-			if _, err := res.Exec(); err != nil {
-				res.Close()
-				return fmt.Errorf("statement %d of %d: %w", i+1, b.Len(), err)
-			}
+		positions.queue(b, adv)
+		if b.Len() == 0 {
+			return nil
 		}
-		return res.Close()
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		return adv.check()
 	})
+	if err != nil {
+		return positions.failed(adv, err)
+	}
+	positions.committed(adv)
+	return nil
 }
 
 // Reset empties the reference read models before a replay.

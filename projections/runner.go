@@ -28,6 +28,18 @@ type Batching interface {
 	MaxWait() time.Duration
 }
 
+// Positioned is implemented by projections that store the log positions they applied in
+// the same transaction as their writes (Positions): every session starts from them.
+type Positioned interface {
+	Positions() batch.Positions
+}
+
+// Accepting is implemented by projections that apply only some of their topics' event
+// types: the others are not even decoded (the type travels in a Kafka header).
+type Accepting interface {
+	Accepts(eventType string) bool
+}
+
 // Pinger is implemented by projections that can tell whether their store answers. A batch
 // that fails while the store does not answer is an outage, retried until the store is back;
 // only a failure that repeats while it answers can make a message poison.
@@ -81,6 +93,12 @@ func Run(ctx context.Context, src Source, name string, p Projection) error {
 	}
 	if pg, ok := p.(Pinger); ok {
 		cfg.Healthy = pg.Ping
+	}
+	if pp, ok := p.(Positioned); ok {
+		cfg.Positions = pp.Positions()
+	}
+	if a, ok := p.(Accepting); ok {
+		cfg.Accept = a.Accepts
 	}
 	if src.Observe != nil {
 		cfg.Observer = src.Observe(name)

@@ -17,31 +17,26 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/infra/kafka/batch"
+	"tradesvc/query"
 )
 
 // TradingName is the consumer group (before the deployment prefix) of the trading
 // projection. Renaming it re-consumes the three trading topics.
 const TradingName = "projection.trading"
 
-// The change feed's writers serialise on this advisory lock (the two-key form, so it never
-// meets the one-key locks taken per login) and hold it until commit: rm.changes.seq is then
-// assigned in commit order and a reader tailing "seq > last" never skips a row that commits
-// late.
-const (
-	changeFeedLockClass int32 = 0x726d // "rm"
-	changeFeedLockID    int32 = 1
-)
-
-// ChangesChannel is the channel the trading projection notifies after committing changes.
-const ChangesChannel = "rm_changes"
-
 // TradingConfig configures the trading projection.
 type TradingConfig struct {
-	// Pool writes the read models (an asynchronous-commit pool is fine: rm is rebuildable).
+	// Pool writes the read models, with synchronous commit: the positions the projection
+	// applied are written in the same transactions (Positions).
 	Pool *pgxpool.Pool
 	// Replaying: a rebuild from the log writes no change-feed rows, so streams and waiters
-	// never see history twice.
+	// never see history twice, and keeps no positions (a rebuild applies everything, each
+	// event idempotently).
 	Replaying bool
+	// Committed, when set, is handed the change rows of each transaction once it committed
+	// (in this process: the change feed dispatches them at once; other processes hear of
+	// them by NOTIFY).
+	Committed func(part int32, rows []query.Change)
 	// Logger receives pruning problems (default slog.Default()).
 	Logger *slog.Logger
 	// ChangeRetention is how long change-feed rows are kept (default 1h); PruneEvery how
@@ -71,6 +66,7 @@ func (c TradingConfig) Validate() error {
 type Trading struct {
 	cfg       TradingConfig
 	digits    *digitsCache
+	positions *Positions // nil while replaying
 	lastPrune atomic.Int64
 
 	combinersMu sync.Mutex
@@ -94,7 +90,19 @@ func NewTrading(cfg TradingConfig) (*Trading, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Trading{cfg: cfg, digits: newDigitsCache(), combiners: map[int32]*combiner{}}, nil
+	t := &Trading{cfg: cfg, digits: newDigitsCache(), combiners: map[int32]*combiner{}}
+	if !cfg.Replaying {
+		t.positions = NewPositions(cfg.Pool, TradingName)
+	}
+	return t, nil
+}
+
+// Positions implements Positioned: where each partition of the three topics stands.
+func (t *Trading) Positions() batch.Positions {
+	if t.positions == nil {
+		return nil
+	}
+	return t.positions
 }
 
 // Topics the projection reads.
@@ -122,40 +130,32 @@ func (t *Trading) Apply(ctx context.Context, msgs []batch.Message) error {
 	return t.combine(ctx, msgs, t.apply)
 }
 
-// apply writes messages in one transaction: raw facts, then the derived columns of every
-// operation they touched, then the change feed.
+// apply writes messages in one transaction: the positions they move, raw facts (an
+// outcome's in-band facts with it), the derived columns of every operation they touched,
+// then the change feed; once it committed, the change rows go to Committed and NOTIFY.
 func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
-	items := make([]*tradingItem, 0, len(msgs))
-	logins := []int64{}
-	var err error
-	for _, m := range msgs {
-		if m.Event == nil {
-			continue
-		}
-		sql, args, ok := factStatement(m.Event)
-		if !ok {
-			continue
-		}
-		raw := m.Envelope.Payload
-		if len(raw) == 0 { // not read from the log (a test, a replay tool): the event itself
-			if raw, err = json.Marshal(m.Event); err != nil {
-				return fmt.Errorf("trading projection: encode %s: %w", m.Event.EventType(), err)
+	var adv *advance
+	var rows []changeRow
+	err := t.inTx(ctx, func(tx pgx.Tx) error {
+		kept := msgs
+		if t.positions != nil {
+			var err error
+			if kept, adv, err = t.positions.plan(ctx, tx, msgs); err != nil {
+				return err
 			}
 		}
-		items = append(items, &tradingItem{ev: m.Event, raw: raw, sql: sql, args: args})
-		logins = append(logins, m.Event.(events.AccountEvent).AccountLogin())
-	}
-	if len(items) == 0 {
-		return nil
-	}
-	slices.Sort(logins)
-	logins = slices.Compact(logins)
-	// Two round trips inside the transaction: the logins' locks, every fact and the reads the
-	// derivation needs in one pipeline; then the derived columns and the change feed in
-	// another. The locks (ascending, so concurrent batches never deadlock) serialise the three
-	// topics' consumers of one login for as short a time as that.
-	err = pgx.BeginFunc(ctx, t.cfg.Pool, func(tx pgx.Tx) error {
+		items, logins, err := tradingItems(kept)
+		if err != nil {
+			return err
+		}
+		// Two round trips inside the transaction: the positions, the logins' locks, every
+		// fact and the reads the derivation needs in one pipeline; then the derived columns
+		// and the change feed in another. The locks (ascending, so concurrent batches never
+		// deadlock) serialise the writers of one login for as short a time as that.
 		b := &pgx.Batch{}
+		if adv != nil {
+			t.positions.queue(b, adv)
+		}
 		queueFacts(b, logins, items)
 		tc := touchedBy(items)
 		var ops []*loadedOp
@@ -166,8 +166,16 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 		if !t.cfg.Replaying {
 			queueTagOwners(b, items, owners)
 		}
+		if b.Len() == 0 {
+			return nil
+		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("apply facts: %w", err)
+		}
+		if adv != nil {
+			if err := adv.check(); err != nil {
+				return err
+			}
 		}
 		if err := t.digits.load(ctx, tx, opSymbols(ops), t.cfg.Now()); err != nil {
 			return err
@@ -175,7 +183,7 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 		b = &pgx.Batch{}
 		changes := t.queueDerived(b, ops)
 		if !t.cfg.Replaying {
-			if err := t.queueChanges(b, items, owners, changes); err != nil {
+			if rows, err = t.queueChanges(b, partOf(msgs), items, owners, changes); err != nil {
 				return err
 			}
 		}
@@ -188,10 +196,103 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 		return nil
 	})
 	if err != nil {
+		if t.positions != nil {
+			err = t.positions.failed(adv, err)
+		}
 		return fmt.Errorf("trading projection: %w", err)
 	}
+	if adv != nil {
+		t.positions.committed(adv)
+	}
+	t.announce(ctx, partOf(msgs), rows)
 	t.maybePrune(ctx)
 	return nil
+}
+
+// inTx runs fn in a transaction; a failure of the COMMIT itself is a commitError (the
+// transaction may have taken effect).
+func (t *Trading) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return inTx(ctx, t.cfg.Pool, fn)
+}
+
+// inTx runs fn in a transaction of pool; a failure of the COMMIT itself is a commitError.
+func inTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it is a no-op
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return &commitError{err}
+	}
+	return nil
+}
+
+// partOf is the partition number of a batch: every topic of the projection is keyed by
+// login with the same partition count, so one partition number carries the same logins in
+// each, and the change feed is numbered per partition.
+func partOf(msgs []batch.Message) int32 {
+	if len(msgs) == 0 {
+		return 0
+	}
+	return msgs[0].Partition
+}
+
+// tradingItems are the events of msgs the projection applies, each with its statement: an
+// outcome's in-band facts follow it, in the trade server's order. logins are the accounts
+// they touch, ascending.
+func tradingItems(msgs []batch.Message) ([]*tradingItem, []int64, error) {
+	items := make([]*tradingItem, 0, len(msgs))
+	var logins []int64
+	add := func(ev events.Event, raw []byte) error {
+		sql, args, ok := factStatement(ev)
+		if !ok {
+			return nil
+		}
+		if len(raw) == 0 { // not read from the log as such (an in-band fact, a test): encode it
+			var err error
+			if raw, err = json.Marshal(ev); err != nil {
+				return fmt.Errorf("encode %s: %w", ev.EventType(), err)
+			}
+		}
+		items = append(items, &tradingItem{ev: ev, raw: raw, sql: sql, args: args})
+		logins = append(logins, ev.(events.AccountEvent).AccountLogin())
+		return nil
+	}
+	for _, m := range msgs {
+		if m.Event == nil {
+			continue
+		}
+		out, isOutcome := m.Event.(*events.ExecutionOutcome)
+		if isOutcome && out.CommandType != "" {
+			// The command first: its row is complete (kind, request) before the outcome
+			// and the facts are derived, whichever topic's consumer is ahead.
+			cmd, err := events.Decode(events.Envelope{Type: out.CommandType, Payload: out.Command})
+			if err != nil && !errors.Is(err, events.ErrUnknownType) {
+				return nil, nil, fmt.Errorf("command of outcome %s: %w", out.OperationID, err)
+			}
+			if cmd != nil {
+				if err := add(cmd, out.Command); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+		if err := add(m.Event, m.Envelope.Payload); err != nil {
+			return nil, nil, err
+		}
+		if isOutcome {
+			for _, f := range out.Facts.Events() {
+				if err := add(f, nil); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+	}
+	slices.Sort(logins)
+	return items, slices.Compact(logins), nil
 }
 
 // tradingItem is one event of a batch, its statement, and whether it changed a read model.
@@ -206,8 +307,6 @@ type tradingItem struct {
 // queueFacts queues the logins' locks and every event's statement; each item learns whether
 // it changed a row.
 func queueFacts(b *pgx.Batch, logins []int64, items []*tradingItem) {
-	// rm is rebuildable from the log: losing the last milliseconds in a crash costs a replay.
-	b.Queue("SET LOCAL synchronous_commit = off")
 	for _, l := range logins {
 		b.Queue("SELECT pg_advisory_xact_lock($1)", l)
 	}

@@ -1,8 +1,11 @@
 package projections
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -13,12 +16,22 @@ import (
 
 // changeRow is one row of rm.changes.
 type changeRow struct {
+	seq           int64
 	login         int64
 	kind          string
 	operationID   string
 	apiKeyID      int64
 	clientOrderID string
 	event         []byte
+	// fact and op are what the row says, for this process's change feed.
+	fact events.Event
+	op   *query.OperationState
+}
+
+// change is the row as the change feed hands it on.
+func (r changeRow) change(part int32, at time.Time) query.Change {
+	return query.Change{Part: part, Seq: r.seq, Login: r.login, Kind: r.kind, OperationID: r.operationID,
+		APIKeyID: r.apiKeyID, ClientOrderID: r.clientOrderID, Fact: r.fact, Operation: r.op, CreatedAt: at}
 }
 
 // tagOwner is the operation whose tag a deal's or an order's comment carries.
@@ -33,19 +46,13 @@ type loginTag struct {
 	tag   string
 }
 
-// operationRow is the event of an OPERATION change: it wakes RESULT waiters; version orders
-// the states of one operation.
-type operationRow struct {
-	Status   string `json:"status"`
-	Version  int64  `json:"version"`
-	Answered bool   `json:"answered"`
-}
-
-// queueChanges queues the batch's change-feed rows: the facts it applied, in
-// the trade server's order, then an OPERATION row per operation whose visible state changed.
-// Rows are inserted under the change-feed lock (seq order is commit order) and announced
-// with NOTIFY, which Postgres delivers at commit.
-func (t *Trading) queueChanges(b *pgx.Batch, items []*tradingItem, owners map[loginTag]tagOwner, ops []opChange) error {
+// queueChanges queues the batch's change-feed rows: the facts it applied, in the trade
+// server's order, then an OPERATION row per operation whose visible state changed (its
+// derived state: what a waiter answers with). Rows are numbered per partition from
+// rm.change_heads, whose row stays locked until commit: a partition's numbers follow its
+// commit order, so a reader tailing "seq > last" of a partition never skips a row that
+// commits late, and partitions never wait for each other.
+func (t *Trading) queueChanges(b *pgx.Batch, part int32, items []*tradingItem, owners map[loginTag]tagOwner, ops []opChange) ([]changeRow, error) {
 	rows := make([]changeRow, 0, len(items)+len(ops))
 	for _, it := range items {
 		if r, ok := factRow(it, owners); ok {
@@ -56,31 +63,35 @@ func (t *Trading) queueChanges(b *pgx.Batch, items []*tradingItem, owners map[lo
 		if !o.Visible {
 			continue
 		}
-		ev, err := json.Marshal(operationRow{Status: string(o.Derived.Status), Version: o.Version, Answered: o.Answered})
+		st := &query.OperationState{Derived: o.Derived, Version: o.Version, Answered: o.Answered}
+		ev, err := json.Marshal(st)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		rows = append(rows, changeRow{login: o.Login, kind: query.ChangeOperation, operationID: o.OperationID, event: ev})
+		rows = append(rows, changeRow{login: o.Login, kind: query.ChangeOperation, operationID: o.OperationID,
+			event: ev, op: st})
 	}
 	if len(rows) == 0 {
-		return nil
+		return nil, nil
 	}
-	b.Queue("SELECT pg_advisory_xact_lock($1, $2)", changeFeedLockClass, changeFeedLockID)
-	queueChangeRows(b, rows)
-	b.Queue("SELECT pg_notify($1, '')", ChangesChannel)
-	return nil
+	queueChangeRows(b, part, rows)
+	return rows, nil
 }
 
-// insertChangesSQL inserts a batch's change rows in one statement, in their order (seq
-// values are drawn in the order the rows are produced).
-const insertChangesSQL = `INSERT INTO rm.changes (login, kind, operation_id, api_key_id, client_order_id, event)
-SELECT login, kind, operation_id, api_key_id, client_order_id, event::json
-FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[])
+// insertChangesSQL takes n numbers of the partition's sequence and inserts the rows under
+// them, in their order.
+const insertChangesSQL = `WITH head AS (
+	INSERT INTO rm.change_heads AS h (part, seq) VALUES ($1, $2) ON CONFLICT (part) DO UPDATE SET seq = h.seq + EXCLUDED.seq
+	RETURNING seq)
+INSERT INTO rm.changes (part, seq, login, kind, operation_id, api_key_id, client_order_id, event)
+SELECT $1, (SELECT seq FROM head) - $2 + r.n, r.login, r.kind, r.operation_id, r.api_key_id, r.client_order_id, r.event::json
+FROM unnest($3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[])
 	WITH ORDINALITY AS r(login, kind, operation_id, api_key_id, client_order_id, event, n)
-ORDER BY n`
+RETURNING seq`
 
-// queueChangeRows queues rows as one multi-row insert (empty strings and zero keys as NULL).
-func queueChangeRows(b *pgx.Batch, rows []changeRow) {
+// queueChangeRows queues rows as one multi-row insert (empty strings and zero keys as NULL)
+// and sets each row's number when the batch runs.
+func queueChangeRows(b *pgx.Batch, part int32, rows []changeRow) {
 	var (
 		logins   = make([]int64, len(rows))
 		kinds    = make([]string, len(rows))
@@ -93,7 +104,52 @@ func queueChangeRows(b *pgx.Batch, rows []changeRow) {
 		logins[i], kinds[i], evs[i] = r.login, r.kind, string(r.event)
 		opIDs[i], keyIDs[i], clientID[i] = nonEmpty(r.operationID), nonZero64(r.apiKeyID), nonEmpty(r.clientOrderID)
 	}
-	b.Queue(insertChangesSQL, logins, kinds, opIDs, keyIDs, clientID, evs)
+	b.Queue(insertChangesSQL, part, len(rows), logins, kinds, opIDs, keyIDs, clientID, evs).Query(func(res pgx.Rows) error {
+		var seqs []int64
+		for res.Next() {
+			var seq int64
+			if err := res.Scan(&seq); err != nil {
+				return err
+			}
+			seqs = append(seqs, seq)
+		}
+		if err := res.Err(); err != nil {
+			return err
+		}
+		if len(seqs) != len(rows) {
+			return fmt.Errorf("change rows: %d numbered, %d written", len(seqs), len(rows))
+		}
+		slices.Sort(seqs) // the numbers follow the rows' order
+		for i := range rows {
+			rows[i].seq = seqs[i]
+		}
+		return nil
+	})
+}
+
+// announce hands a committed transaction's change rows to this process's change feed and,
+// by NOTIFY, to every other process's (the payload carries the rows when they fit, so no
+// reader reads them back; a row too large for it makes the readers catch up by query). A
+// NOTIFY that fails only delays other processes: their feeds also poll.
+func (t *Trading) announce(ctx context.Context, part int32, rows []changeRow) {
+	if len(rows) == 0 {
+		return
+	}
+	now := t.cfg.Now()
+	if t.cfg.Committed != nil {
+		changes := make([]query.Change, len(rows))
+		for i, r := range rows {
+			changes[i] = r.change(part, now)
+		}
+		t.cfg.Committed(part, changes)
+	}
+	b := &pgx.Batch{}
+	for _, payload := range notifyPayloads(part, rows) {
+		b.Queue("SELECT pg_notify($1, $2)", ChangesChannel, payload)
+	}
+	if err := t.cfg.Pool.SendBatch(ctx, b).Close(); err != nil && ctx.Err() == nil {
+		t.cfg.Logger.Warn("trading projection: notify the change feed", "part", part, "err", err)
+	}
 }
 
 // factRow is the change row of an applied fact: the fact itself, which the user streams
@@ -104,7 +160,7 @@ func factRow(it *tradingItem, owners map[loginTag]tagOwner) (changeRow, bool) {
 	if !it.applied {
 		return changeRow{}, false
 	}
-	r := changeRow{event: it.raw}
+	r := changeRow{event: it.raw, fact: it.ev}
 	switch x := it.ev.(type) {
 	case *events.DealAdded:
 		if !trading.DealAction(x.Action).IsTrade() {

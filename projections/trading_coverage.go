@@ -2,6 +2,12 @@ package projections
 
 import "tradesvc/events/trading"
 
+// Accepts implements Accepting: the events with a statement; the rest is not decoded.
+func (t *Trading) Accepts(eventType string) bool {
+	_, ok := statements[eventType]
+	return ok
+}
+
 // TradingCoverage is what projection.trading dispatches on: the events it has a statement for
 // (every command, the outcomes, the trade-server facts) and the kinds those commands start.
 // Market and reference data are other projections'.

@@ -238,8 +238,8 @@ func TestDealsReaderReturnsClosingTradesDeduplicatedInTheirWindow(t *testing.T) 
 func TestTradingProjectionPrunesChangeRowsOlderThanTheRetention(t *testing.T) {
 	ctx := context.Background()
 	pool := testenv.MigratedPG(t)
-	if _, err := pool.Exec(ctx, `INSERT INTO rm.changes (login, kind, event, created_at) VALUES
-		(1, 'DEAL', '{}', now() - interval '2 hours'), (1, 'DEAL', '{}', now() - interval '10 minutes')`); err != nil {
+	if _, err := pool.Exec(ctx, `INSERT INTO rm.changes (part, seq, login, kind, event, created_at) VALUES
+		(9, 1, 1, 'DEAL', '{}', now() - interval '2 hours'), (9, 2, 1, 'DEAL', '{}', now() - interval '10 minutes')`); err != nil {
 		t.Fatal(err)
 	}
 	p, err := NewTrading(TradingConfig{Pool: pool})

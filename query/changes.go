@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"tradesvc/events"
+	"tradesvc/events/trading"
 )
 
 // The change feed (rm.changes): what the trading projection committed that a client can see,
@@ -27,8 +28,10 @@ func IsUserStreamKind(kind string) bool {
 	return kind == ChangeDeal || kind == ChangeOrderUpdate || kind == ChangePositionUpdate || kind == ChangeAccountUpdate
 }
 
-// Change is one row of the change feed.
+// Change is one row of the change feed. Rows are numbered per partition of the trading
+// topics (Part): a login's changes are all in one partition, in commit order.
 type Change struct {
+	Part  int32
 	Seq   int64
 	Login int64
 	// Kind is DEAL, ORDER_UPDATE, POSITION_UPDATE, ACCOUNT_UPDATE or OPERATION.
@@ -43,10 +46,19 @@ type Change struct {
 	// *events.OrderChanged, *events.PositionChanged, *events.AccountChanged); the stream
 	// renders it. Nil for OPERATION rows.
 	Fact events.Event
-	// Answered: an OPERATION row whose operation now has the answer the endpoints that wait
-	// return.
-	Answered  bool
+	// Operation is what an OPERATION row says of its operation (nil for the other kinds).
+	Operation *OperationState
 	CreatedAt time.Time
+}
+
+// OperationState is an operation's derived state as an OPERATION change carries it: what a
+// waiter answers with, without reading the read model.
+type OperationState struct {
+	trading.Derived
+	// Version orders the states of one operation.
+	Version int64 `json:"version"`
+	// Answered: the state answers the endpoints that wait (Operation.Answered).
+	Answered bool `json:"answered"`
 }
 
 // ErrLagged ends a subscription whose buffer was full when a change was due: nothing is

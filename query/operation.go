@@ -14,16 +14,16 @@ type OperationReader interface {
 	Operation(ctx context.Context, operationID string) (trading.Operation, bool, error)
 }
 
-// OperationWatcher wakes a waiter whenever the change feed reports a change of an
-// operation that answers it (projections.ChangeFeed): a state that answers nobody yet wakes
-// no one. The channel is buffered: wake-ups coalesce.
+// OperationWatcher delivers the states an operation reaches as the change feed commits them
+// (projections.ChangeFeed), starting with the latest recent one: the channel holds the newest
+// state not taken yet.
 type OperationWatcher interface {
-	WatchOperation(operationID string) (<-chan struct{}, func())
+	WatchOperation(operationID string) (<-chan OperationState, func())
 }
 
 // OperationAwaiter answers the endpoints that wait (RESULT, PUT/DELETE /v1/order, PUT
 // /v1/position): it waits until an operation is answered or the time is up, woken by the
-// change feed (no polling loop).
+// answer itself (no read per wake, no polling loop).
 type OperationAwaiter struct {
 	ops     OperationReader
 	watcher OperationWatcher
@@ -37,30 +37,39 @@ func NewOperationAwaiter(ops OperationReader, watcher OperationWatcher) (Operati
 	return OperationAwaiter{ops: ops, watcher: watcher}, nil
 }
 
-// Await waits up to timeout until attempt (or a later one) of operation operationID is
-// answered (Answered). It returns the operation as last read and whether the read model knew
-// that attempt at all. It reads the read model at the start, on every wake-up and once more
-// when the time is up (the status reached meanwhile is the answer then).
-func (a OperationAwaiter) Await(ctx context.Context, operationID string, attempt int, timeout time.Duration) (trading.Operation, bool, error) {
-	wake, stop := a.watcher.WatchOperation(operationID) // before the first read: no change is missed
+// Await waits up to timeout until op's attempt (or a later one) is answered. op is the
+// operation as the caller knows it (its request); each state the change feed delivers is
+// applied to it, and the first that answers it (Operation.Answered) is returned. When the
+// time is up the read model is read once: the status reached meanwhile is the answer then.
+// found says whether a state of that attempt was seen at all.
+func (a OperationAwaiter) Await(ctx context.Context, op trading.Operation, timeout time.Duration) (trading.Operation, bool, error) {
+	states, stop := a.watcher.WatchOperation(op.OperationID)
 	defer stop()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	for last := false; ; {
-		op, ok, err := a.ops.Operation(ctx, operationID)
-		if err != nil {
-			return op, ok, fmt.Errorf("read operation %s: %w", operationID, err)
-		}
-		ok = ok && op.Attempt >= attempt // an older attempt's answer is not this one's
-		if ok && op.Answered() || last {
-			return op, ok, nil
-		}
+	for {
 		select {
-		case <-wake:
+		case st := <-states:
+			if st.Attempt < op.Attempt {
+				continue // an older attempt's answer is not this one's
+			}
+			cur := op
+			st.Derived.Apply(&cur)
+			cur.Attempt, cur.Version = st.Attempt, st.Version
+			if cur.Answered() {
+				return cur, true, nil
+			}
 		case <-timer.C:
-			last = true
+			got, ok, err := a.ops.Operation(ctx, op.OperationID)
+			if err != nil {
+				return op, false, fmt.Errorf("read operation %s: %w", op.OperationID, err)
+			}
+			if !ok || got.Attempt < op.Attempt {
+				return op, false, nil // the read model has not seen this attempt: as the caller knows it
+			}
+			return got, true, nil
 		case <-ctx.Done():
-			return op, ok, ctx.Err()
+			return op, false, ctx.Err()
 		}
 	}
 }

@@ -12,10 +12,10 @@ import (
 
 // OrderLookup reads what GET /v1/order needs from the trading read models.
 type OrderLookup interface {
-	// trading.Order returns order orderID of login, open or done, with the client order id of the
+	// Order returns order orderID of login, open or done, with the client order id of the
 	// operation whose tag it carries.
 	Order(ctx context.Context, login, orderID int64) (trading.Order, bool, error)
-	// trading.Operation returns an operation by id.
+	// Operation returns an operation by id.
 	Operation(ctx context.Context, operationID string) (trading.Operation, bool, error)
 	// OperationByClientID returns the operation a key recorded under a client order id.
 	OperationByClientID(ctx context.Context, apiKeyID int64, clientOrderID string) (trading.Operation, bool, error)
@@ -45,7 +45,7 @@ func NewOrderHandler(orders OrderLookup, symbols SymbolLookup) (OrderHandler, er
 }
 
 func errNoSuchOrder() error {
-	return events.Reject(events.CodeNoSuchOrder, "trading.Order does not exist.")
+	return events.Reject(events.CodeNoSuchOrder, "Order does not exist.")
 }
 
 // Handle returns the order. By orderId it is the trade server's order (-2013 when the login

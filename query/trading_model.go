@@ -2,7 +2,7 @@ package query
 
 // Trading read models (Postgres, built by projection.trading; see
 // infra/postgres/migrations/0102_trading_read_models.sql) are the domain's models
-// (events/trading: trading.Operation, trading.Order, trading.Position, trading.Deal); this file holds the query windows.
+// (events/trading: Operation, Order, Position, Deal); this file holds the query windows.
 
 // OrdersWindow selects the orders of GET /v1/allOrders: setup time in [From, To] (inclusive,
 // Unix ms), of one symbol when Symbol is set, with an id of at least FromOrderID (0: any), the

@@ -27,7 +27,7 @@ type fakeTrading struct {
 	deals     []trading.Deal
 	ordersW   query.OrdersWindow
 	tradesW   query.TradesWindow
-	reads     chan string // when set, each trading.Operation read sends its id
+	reads     chan string // when set, each Operation read sends its id
 }
 
 func newFakeTrading() *fakeTrading {
@@ -305,71 +305,56 @@ func TestPositionsRecomputeFloatingProfitFromTheLatestQuote(t *testing.T) {
 	}
 }
 
-// watcher is an OperationWatcher whose wake-ups a test fires.
-type watcher struct{ ch chan struct{} }
+// watcher is an OperationWatcher whose states a test sends.
+type watcher struct{ ch chan query.OperationState }
 
-func (w watcher) WatchOperation(string) (<-chan struct{}, func()) { return w.ch, func() {} }
+func (w watcher) WatchOperation(string) (<-chan query.OperationState, func()) { return w.ch, func() {} }
 
-func TestOperationAwaiterReadsAgainOnEveryWakeUp(t *testing.T) {
+// The awaiter answers from the states the change feed hands it, without reading the read
+// model: a state that does not answer (a fill its deals have not confirmed) is passed over,
+// an older attempt's state is not this attempt's answer.
+func TestOperationAwaiterAnswersFromTheStatesItIsHanded(t *testing.T) {
 	f := newFakeTrading()
-	f.ops["op"] = trading.Operation{OperationID: "op", Kind: trading.KindPlaceOrder, Type: "MARKET", Status: "ACCEPTED"}
-	w := watcher{ch: make(chan struct{}, 1)}
+	f.reads = make(chan string, 4)
+	w := watcher{ch: make(chan query.OperationState, 3)}
 	a, err := query.NewOperationAwaiter(f, w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan trading.Operation, 1)
-	go func() {
-		op, _, err := a.Await(context.Background(), "op", 0, time.Minute)
-		if err != nil {
-			t.Error(err)
-		}
-		done <- op
-	}()
-	f.mu.Lock()
-	f.ops["op"] = trading.Operation{OperationID: "op", Kind: trading.KindPlaceOrder, Type: "MARKET", Status: "FILLED", Deals: 1, Decided: true}
-	f.mu.Unlock()
-	w.ch <- struct{}{}
-	if op := <-done; op.Status != "FILLED" {
-		t.Fatalf("answered %+v", op)
+	op := trading.Operation{OperationID: "op", Kind: trading.KindPlaceOrder, Type: "MARKET", Status: "ACCEPTED",
+		Attempt: 2, Symbol: "EURUSD"}
+	w.ch <- query.OperationState{Derived: trading.Derived{Status: "REJECTED", Code: -1000, Attempt: 1, Decided: true}, Version: 3}
+	w.ch <- query.OperationState{Derived: trading.Derived{Status: "FILLED", Retcode: 10009, Attempt: 2}, Version: 4}
+	w.ch <- query.OperationState{Derived: trading.Derived{Status: "FILLED", Retcode: 10009, OrderID: 9, Deals: 1,
+		Attempt: 2, Decided: true}, Version: 5}
+	got, found, err := a.Await(context.Background(), op, time.Minute)
+	if err != nil || !found || got.Status != "FILLED" || got.OrderID != 9 || got.Version != 5 || got.Symbol != "EURUSD" {
+		t.Fatalf("answered %+v found=%v err=%v", got, found, err)
 	}
-	// Nothing answers: the last state is returned when the time is up.
-	op, found, err := a.Await(context.Background(), "nope", 0, time.Millisecond)
-	if err != nil || found || op.OperationID != "" {
-		t.Fatalf("unknown operation: %+v %v %v", op, found, err)
+	if n := len(f.reads); n != 0 {
+		t.Fatalf("%d reads of the read model, want none", n)
 	}
 }
 
-// A state that answers nobody wakes no one (the change feed says so), so the awaiter reads
-// once more when its time is up: the status reached meanwhile is the answer.
+// Nothing answers in time: the awaiter reads once when its time is up, and the status reached
+// meanwhile is the answer.
 func TestOperationAwaiterReadsTheStatusReachedWhenTheTimeIsUp(t *testing.T) {
 	f := newFakeTrading()
 	f.reads = make(chan string, 4)
-	a, err := query.NewOperationAwaiter(f, watcher{ch: make(chan struct{}, 1)})
+	f.ops["late"] = trading.Operation{OperationID: "late", Kind: trading.KindPlaceOrder, Type: "MARKET", Status: "ACCEPTED", Attempt: 1}
+	a, err := query.NewOperationAwaiter(f, watcher{ch: make(chan query.OperationState, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		op    trading.Operation
-		found bool
-	}
-	done := make(chan result, 1)
-	go func() {
-		op, found, err := a.Await(context.Background(), "late", 1, 200*time.Millisecond)
-		if err != nil {
-			t.Error(err)
-		}
-		done <- result{op, found}
-	}()
-	<-f.reads // the first read: the command is not projected yet
-	f.mu.Lock()
-	f.ops["late"] = trading.Operation{OperationID: "late", Kind: trading.KindPlaceOrder, Type: "MARKET", Status: "ACCEPTED", Attempt: 1}
-	f.mu.Unlock()
-	r := <-done
-	if !r.found || r.op.Status != "ACCEPTED" {
-		t.Fatalf("after the time is up: %+v found=%v, want the ACCEPTED operation", r.op, r.found)
+	op, found, err := a.Await(context.Background(), trading.Operation{OperationID: "late", Attempt: 1}, 200*time.Millisecond)
+	if err != nil || !found || op.Status != "ACCEPTED" {
+		t.Fatalf("after the time is up: %+v found=%v err=%v, want the ACCEPTED operation", op, found, err)
 	}
 	if n := len(f.reads); n != 1 {
-		t.Fatalf("%d reads after the first, want exactly the one when the time was up", n)
+		t.Fatalf("%d reads, want exactly the one when the time was up", n)
+	}
+	op, found, err = a.Await(context.Background(), trading.Operation{OperationID: "nope"}, time.Millisecond)
+	if err != nil || found || op.OperationID != "nope" {
+		t.Fatalf("unknown operation: %+v %v %v", op, found, err)
 	}
 }

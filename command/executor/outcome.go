@@ -34,7 +34,7 @@ func answerStatus(o *operation, ret trading.Retcode, resend bool) (trading.Statu
 // newOutcome starts the outcome of o decided at now (Unix ms).
 func newOutcome(o *operation, now int64) *events.ExecutionOutcome {
 	return &events.ExecutionOutcome{OperationID: o.op.OperationID, Login: o.op.Login, Tag: o.op.Tag,
-		Attempt: o.op.Attempt, DecidedAt: now}
+		Attempt: o.op.Attempt, DecidedAt: now, CommandType: o.env.Type, Command: o.env.Payload}
 }
 
 // answered is the outcome of an in-band answer.

@@ -30,6 +30,8 @@ type operation struct {
 	invalid error
 	// sentRecorded: its "sent" row was written with its account's others of the batch.
 	sentRecorded bool
+	// env is the command's envelope, which the outcome carries.
+	env events.Envelope
 }
 
 type opKey struct {
@@ -94,7 +96,7 @@ func newOperation(env events.Envelope, ev events.Event) (o operation, ok bool) {
 	}
 	cmd := ev.(events.Command)
 	head, _ := trading.RequestOf(cmd)
-	o.op, o.kind, o.typ, o.requestedAt = *cmd.OperationHeader(), head.Kind, head.Type, env.OccurredAt
+	o.op, o.kind, o.typ, o.requestedAt, o.env = *cmd.OperationHeader(), head.Kind, head.Type, env.OccurredAt, env
 	err := build(ev, &o)
 	o.req.Login = o.op.Login
 	if len([]rune(o.op.Tag)) != trading.TagLen {

@@ -75,24 +75,24 @@ type Inputs struct {
 	DigitsOK bool
 }
 
-// Derived is what readers see (the derived columns).
+// Derived is what readers see (the derived columns); the change feed carries it as JSON.
 type Derived struct {
-	Status         Status
-	Code           int
-	Retcode        int
-	Msg            string
-	OrderID        int64
-	DealID         int64
-	PositionID     int64
-	ExecPrice      *apd.Decimal
-	ExecutedVolume *apd.Decimal
-	UpdatedAt      int64
+	Status         Status       `json:"status"`
+	Code           int          `json:"code,omitempty"`
+	Retcode        int          `json:"retcode,omitempty"`
+	Msg            string       `json:"msg,omitempty"`
+	OrderID        int64        `json:"orderId,omitempty"`
+	DealID         int64        `json:"dealId,omitempty"`
+	PositionID     int64        `json:"positionId,omitempty"`
+	ExecPrice      *apd.Decimal `json:"execPrice,omitempty"`
+	ExecutedVolume *apd.Decimal `json:"executedVolume,omitempty"`
+	UpdatedAt      int64        `json:"updatedAt,omitempty"`
 	// Deals is how many distinct trading deals of the tag confirm the fill.
-	Deals int
+	Deals int `json:"deals,omitempty"`
 	// Attempt is the attempt the derivation is for (readers wait for their own attempt).
-	Attempt int
+	Attempt int `json:"attempt"`
 	// Decided: the executor's outcome of that attempt is in (readers wait for it too).
-	Decided bool
+	Decided bool `json:"decided,omitempty"`
 }
 
 // answered returns the newest attempt's outcome when it says something: an outcome of an
@@ -248,7 +248,8 @@ func decPtrEqual(a, b *apd.Decimal) bool {
 	return a.Cmp(b) == 0
 }
 
-// Apply writes the derived columns into op.
+// Apply writes the derived columns into op (Attempt is the caller's to set: a derivation of
+// an older attempt says nothing of a newer one).
 func (d Derived) Apply(op *Operation) {
 	op.Status, op.Code, op.Retcode, op.Msg = d.Status, d.Code, d.Retcode, d.Msg
 	op.OrderID, op.DealID, op.PositionID = d.OrderID, d.DealID, d.PositionID

@@ -358,6 +358,6 @@ func (Operations) Operation(context.Context, string) (trading.Operation, bool, e
 }
 
 // WatchOperation implements query.OperationWatcher.
-func (Operations) WatchOperation(string) (<-chan struct{}, func()) {
-	return make(chan struct{}), func() {}
+func (Operations) WatchOperation(string) (<-chan query.OperationState, func()) {
+	return make(chan query.OperationState), func() {}
 }

@@ -73,6 +73,7 @@ func (a *Appender) AppendEnvelopes(ctx context.Context, topic events.Topic, envs
 		}
 		msg := message.NewMessage(env.ID, raw)
 		msg.SetContext(ctx)
+		msg.Metadata.Set(TypeMetadata, env.Type)
 		msgs[i] = WithKey(msg, env.Key)
 	}
 	return a.pub.PublishBatch(topic.Name, msgs...)

@@ -12,6 +12,10 @@ import (
 // carry it; the key also comes back in the metadata of consumed messages.
 const KeyMetadata = "partition_key"
 
+// TypeMetadata is the message metadata entry (so a Kafka header) that carries the event
+// type, so that a consumer skips the types it does not apply without decoding them.
+const TypeMetadata = "event_type"
+
 // ErrNoKey is returned when a message to publish has no KeyMetadata.
 var ErrNoKey = errors.New("kafka: message has no " + KeyMetadata + " metadata")
 

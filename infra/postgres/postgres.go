@@ -16,12 +16,11 @@ import (
 type Config struct {
 	// URL is a libpq-style URL, e.g. postgres://tradesvc@127.0.0.1:15432/tradesvc?sslmode=disable.
 	URL string
-	// MaxConns caps the pool; 0 keeps pgx's default (max(4, number of CPUs)).
+	// MaxConns caps the pool; 0 keeps pgx's default (max(4, number of CPUs)). Every pool
+	// commits synchronously: the command side's records must survive a crash once
+	// acknowledged, and the projections commit the log positions they applied with their
+	// writes.
 	MaxConns int32
-	// AsyncCommit sets synchronous_commit=off on every connection of the pool. Only for pools
-	// that write read models (rebuildable from the log); never for the command side, whose
-	// idempotency records and API keys must survive a crash once acknowledged.
-	AsyncCommit bool
 }
 
 // Validate reports every problem of the configuration at once.
@@ -50,9 +49,7 @@ func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	if cfg.MaxConns > 0 {
 		pc.MaxConns = cfg.MaxConns
 	}
-	if cfg.AsyncCommit {
-		pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	}
+	pc.ConnConfig.RuntimeParams["synchronous_commit"] = "on" // whatever the server's default
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open pool: %w", err)

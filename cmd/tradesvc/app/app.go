@@ -64,6 +64,7 @@ type App struct {
 	metrics     *metrics.Metrics
 	metricsAddr chan string
 	refReader   atomic.Pointer[projections.ReferenceReader] // set when this process runs the gateway
+	changeFeed  atomic.Pointer[projections.ChangeFeed]      // set when this process runs the gateway
 
 	// What readiness and the dead-letter topics need (health.go).
 	health      *health.Monitor
@@ -115,7 +116,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		}
 	}
 	if cfg.Has(config.RoleProjector) {
-		if a.rmPool, err = postgres.Open(ctx, postgres.Config{URL: cfg.PGURL, AsyncCommit: true, MaxConns: readModelPoolConns}); err != nil {
+		// Synchronous commit: the projections commit the log positions they applied with
+		// their writes, so a commit Postgres acknowledged is one a crash cannot take back.
+		if a.rmPool, err = postgres.Open(ctx, postgres.Config{URL: cfg.PGURL, MaxConns: readModelPoolConns}); err != nil {
 			return nil, err
 		}
 	}

@@ -47,6 +47,7 @@ func (a *App) runGateway(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.changeFeed.Store(feed)
 	queries, err := query.NewHandlers(query.Readers{Symbols: ref, Quotes: market, DayStats: market, Bars: bars,
 		Accounts: ref, Server: ref, Operations: trading, OperationChanges: feed, Trading: trading, Deals: deals})
 	if err != nil {

@@ -9,13 +9,22 @@ import (
 	"tradesvc/command"
 	"tradesvc/infra/kafka"
 	"tradesvc/projections"
+	"tradesvc/query"
 )
 
 // tradingProjection builds projection.trading on the read-model pool; a replaying instance
 // writes no change-feed rows (streams and waiters never see history twice).
 func (a *App) tradingProjection(replaying bool) (*projections.Trading, error) {
 	return projections.NewTrading(projections.TradingConfig{Pool: a.rmPool, Replaying: replaying,
-		Logger: a.log.With("projection", projections.TradingName)})
+		Logger: a.log.With("projection", projections.TradingName), Committed: a.publishChanges})
+}
+
+// publishChanges hands a committed transaction's change rows to this process's change feed
+// at once, when this process runs a gateway (other processes hear of them by NOTIFY).
+func (a *App) publishChanges(part int32, rows []query.Change) {
+	if f := a.changeFeed.Load(); f != nil {
+		f.Publish(part, rows)
+	}
 }
 
 // tradingReads builds a gateway's trading readers (Postgres read models, ClickHouse deal

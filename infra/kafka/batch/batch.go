@@ -75,6 +75,16 @@ type Config struct {
 	// Observer is told of claims, applied and failed batches and parked messages (health
 	// and metrics); nil observes nothing.
 	Observer Observer
+	// Positions, when set, is where the handler stores the log positions it applied, in the
+	// same transaction as its writes: every session starts each partition where Positions
+	// says (Kafka's committed offsets are then only a mirror for lag metrics), and a handler
+	// that finds the store elsewhere than it expected returns ErrResume, which ends the
+	// session so that the next one starts from the store again.
+	Positions Positions
+	// Accept, when set, names the event types the handler applies: a message of another type
+	// (told by its event_type header when it has one) reaches the handler undecoded, with a
+	// nil Event, which keeps its offset in the batch.
+	Accept func(eventType string) bool
 }
 
 // Validate reports every problem at once.
@@ -100,6 +110,19 @@ func (c Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Positions are the log positions a handler applied, as its own store holds them.
+type Positions interface {
+	// Load returns, for each of the topic's partitions with a stored position, the offset
+	// after the last message applied; a partition missing from the map has none (it is read
+	// from its oldest message).
+	Load(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error)
+}
+
+// ErrResume is returned by a handler whose store holds other positions than the batch
+// follows (a commit it could not confirm, another consumer of the same partition): the
+// session ends and the next one starts every partition from the store.
+var ErrResume = errors.New("batch: resume from the stored positions")
 
 // NoWait is the MaxWait of a consumer that never waits for a batch to fill.
 const NoWait time.Duration = -1
@@ -171,9 +194,17 @@ func Run(ctx context.Context, cfg Config, handle Handler) error {
 // Run starts over with a new group: fresh connections). It reports whether a session ran.
 func consume(ctx context.Context, cfg Config, group sarama.ConsumerGroup, gh *groupHandler) (ran bool) {
 	for attempt := 1; ctx.Err() == nil; attempt++ {
-		err := group.Consume(ctx, cfg.Topics, gh)
+		sctx, resume := context.WithCancel(ctx)
+		gh.resume = resume
+		err := group.Consume(sctx, cfg.Topics, gh)
+		resumed := sctx.Err() != nil && ctx.Err() == nil
+		resume()
 		if ctx.Err() != nil || errors.Is(err, sarama.ErrClosedConsumerGroup) {
 			return ran
+		}
+		if resumed {
+			ran, attempt = true, 0 // a handler asked to start again from its stored positions
+			continue
 		}
 		if err == nil {
 			ran, attempt = true, 0 // a rebalance ended the session: join again at once
@@ -194,9 +225,39 @@ type groupHandler struct {
 	handle Handler
 	// fatal stops Run for good: a message that may not be skipped and cannot be parked.
 	fatal context.CancelCauseFunc
+	// resume ends the current session (ErrResume).
+	resume context.CancelFunc
 }
 
-func (*groupHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+// Setup starts every claimed partition where the handler's store says it stands, whatever
+// Kafka's committed offset is: ahead of it after a store that lost a commit, behind it
+// after a commit to Kafka that failed. A store that cannot be read fails the session (it is
+// joined again after a backoff).
+func (g *groupHandler) Setup(sess sarama.ConsumerGroupSession) error {
+	if g.cfg.Positions == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(sess.Context(), 30*time.Second)
+	defer cancel()
+	for topic, parts := range sess.Claims() {
+		stored, err := g.cfg.Positions.Load(ctx, topic, parts)
+		if err != nil {
+			return fmt.Errorf("batch: stored positions of %s: %w", topic, err)
+		}
+		for _, p := range parts {
+			next, ok := stored[p]
+			if !ok {
+				next = sarama.OffsetOldest // nothing applied yet: from the start of the log
+			}
+			sess.ResetOffset(topic, p, next, "") // moves back only
+			if ok {
+				sess.MarkOffset(topic, p, next, "") // moves forward only
+			}
+		}
+	}
+	return nil
+}
+
 func (*groupHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 
 func (g *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
@@ -268,6 +329,35 @@ func (g *groupHandler) fill(ctx context.Context, in <-chan *sarama.ConsumerMessa
 		}
 	}
 	return raw, true
+}
+
+// TypeHeader is the Kafka header that names a message's event type (infra/kafka.TypeMetadata).
+const TypeHeader = "event_type"
+
+// headerType is the event type a message's header names, "" when it has none.
+func headerType(m *sarama.ConsumerMessage) string {
+	for _, h := range m.Headers {
+		if h != nil && string(h.Key) == TypeHeader {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// decodeAccepted decodes m when accept takes its type; a message whose header names a type
+// accept refuses is not decoded at all.
+func decodeAccepted(m *sarama.ConsumerMessage, accept func(string) bool) (Message, error) {
+	if accept != nil {
+		if t := headerType(m); t != "" && !accept(t) {
+			return Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, raw: m,
+				Envelope: events.Envelope{Type: t}}, nil
+		}
+	}
+	msg, err := Decode(m)
+	if err == nil && accept != nil && msg.Event != nil && !accept(msg.Envelope.Type) {
+		msg.Event = nil
+	}
+	return msg, err
 }
 
 // Decode reads one message as a consumer does: its envelope and, when this build knows the

@@ -80,7 +80,7 @@ func IsTransient(err error) bool {
 func (g *groupHandler) decodeOrPark(ctx context.Context, raw []*sarama.ConsumerMessage) ([]Message, bool) {
 	out := make([]Message, 0, len(raw))
 	for _, m := range raw {
-		msg, err := Decode(m)
+		msg, err := decodeAccepted(m, g.cfg.Accept)
 		if err != nil {
 			g.cfg.Logger.Error("undecodable message: parking it", "group", g.cfg.Group, "topic", m.Topic,
 				"partition", m.Partition, "offset", m.Offset, "err", err)
@@ -107,6 +107,12 @@ func (g *groupHandler) apply(ctx context.Context, claim sarama.ConsumerGroupClai
 		}
 		if ctx.Err() != nil {
 			return false // not marked: the next owner of the partition applies it again
+		}
+		if errors.Is(err, ErrResume) {
+			g.cfg.Logger.Warn("the stored positions moved: starting again from them", "group", g.cfg.Group,
+				"topic", claim.Topic(), "partition", claim.Partition(), "err", err)
+			g.resume()
+			return false
 		}
 		g.cfg.Observer.Failed(claim.Topic(), claim.Partition(), attempt, err)
 		if g.poisonable(ctx, err) {

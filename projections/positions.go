@@ -1,0 +1,242 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"tradesvc/infra/kafka/batch"
+)
+
+// Positions are the log positions a Postgres projection applied (rm.projection_offsets:
+// per topic and partition, the offset after the last message applied), written in the same
+// transaction as the projection's writes. A crash at any moment (the projector's, Postgres')
+// therefore leaves the read models and the positions they stand at together: the next
+// session starts from there (batch.Config.Positions seeks every claimed partition to it), so
+// nothing is lost and nothing is applied twice. Kafka's committed offsets are only a mirror.
+//
+// Each transaction checks that the store holds the position this process last wrote or read
+// and moves it forward in one statement; when it does not (a commit that failed after all
+// took effect, another consumer of the same partition), the transaction is rolled back and
+// the batch ends with batch.ErrResume: the session starts again from what the store says,
+// never from memory.
+type Positions struct {
+	pool *pgxpool.Pool
+	name string
+
+	mu   sync.Mutex
+	next map[topicPartition]int64 // what this process last read or wrote; absent: unknown
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// NewPositions keeps the positions of projection name.
+func NewPositions(pool *pgxpool.Pool, name string) *Positions {
+	return &Positions{pool: pool, name: name, next: map[topicPartition]int64{}}
+}
+
+// Load implements batch.Positions (a session's start) and remembers what it read.
+func (p *Positions) Load(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error) {
+	rows, err := p.pool.Query(ctx, `SELECT partition, next_offset FROM rm.projection_offsets
+		WHERE projection = $1 AND topic = $2 AND partition = ANY($3)`, p.name, topic, partitions)
+	if err != nil {
+		return nil, fmt.Errorf("load positions of %s on %s: %w", p.name, topic, err)
+	}
+	out := map[int32]int64{}
+	for rows.Next() {
+		var part int32
+		var next int64
+		if err := rows.Scan(&part, &next); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out[part] = next
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, part := range partitions {
+		tp := topicPartition{topic, part}
+		if next, ok := out[part]; ok {
+			p.next[tp] = next
+		} else {
+			p.next[tp] = -1 // nothing applied yet
+		}
+	}
+	return out, nil
+}
+
+// advance is what one transaction moves: per topic and partition, from the position it
+// expects to the offset after its last message.
+type advance struct {
+	topics     []string
+	partitions []int32
+	expected   []int64 // -1: no position stored yet
+	next       []int64
+	held       int // rows the check-and-advance statement touched
+}
+
+// errPositionsMoved is why a transaction was rolled back: the store is not where this
+// process left it.
+var errPositionsMoved = errors.New("projections: the stored positions are not where this projector left them")
+
+// plan keeps the messages past the positions this process knows and the advance they make.
+// Messages without a topic (not read from the log: a replay tool, a test) are kept and move
+// nothing. A partition whose position this process does not know is read first, in tx.
+func (p *Positions) plan(ctx context.Context, tx pgx.Tx, msgs []batch.Message) ([]batch.Message, *advance, error) {
+	last := map[topicPartition]int64{}
+	var order []topicPartition
+	for _, m := range msgs {
+		if m.Topic == "" {
+			continue
+		}
+		tp := topicPartition{m.Topic, m.Partition}
+		if _, ok := last[tp]; !ok {
+			order = append(order, tp)
+		}
+		last[tp] = max(last[tp], m.Offset)
+	}
+	known, err := p.known(ctx, tx, order)
+	if err != nil {
+		return nil, nil, err
+	}
+	kept := msgs[:0:0]
+	for _, m := range msgs {
+		if m.Topic == "" || m.Offset >= known[topicPartition{m.Topic, m.Partition}] {
+			kept = append(kept, m)
+		}
+	}
+	adv := &advance{}
+	for _, tp := range order {
+		from := known[tp]
+		if last[tp] < from {
+			continue // already applied (a redelivery)
+		}
+		adv.topics, adv.partitions = append(adv.topics, tp.topic), append(adv.partitions, tp.partition)
+		adv.expected, adv.next = append(adv.expected, from), append(adv.next, last[tp]+1)
+	}
+	return kept, adv, nil
+}
+
+// known returns where each partition stands: from memory, or read in tx.
+func (p *Positions) known(ctx context.Context, tx pgx.Tx, tps []topicPartition) (map[topicPartition]int64, error) {
+	out := make(map[topicPartition]int64, len(tps))
+	var unknown []topicPartition
+	p.mu.Lock()
+	for _, tp := range tps {
+		if next, ok := p.next[tp]; ok {
+			out[tp] = next
+		} else {
+			unknown = append(unknown, tp)
+		}
+	}
+	p.mu.Unlock()
+	if len(unknown) == 0 {
+		return out, nil
+	}
+	topics, parts := make([]string, len(unknown)), make([]int32, len(unknown))
+	for i, tp := range unknown {
+		topics[i], parts[i] = tp.topic, tp.partition
+		out[tp] = -1
+	}
+	rows, err := tx.Query(ctx, `SELECT o.topic, o.partition, o.next_offset FROM rm.projection_offsets o
+		JOIN unnest($2::text[], $3::int[]) AS x(topic, partition) USING (topic, partition)
+		WHERE o.projection = $1 FOR UPDATE OF o`, p.name, topics, parts)
+	if err != nil {
+		return nil, fmt.Errorf("read positions of %s: %w", p.name, err)
+	}
+	for rows.Next() {
+		var tp topicPartition
+		var next int64
+		if err := rows.Scan(&tp.topic, &tp.partition, &next); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out[tp] = next
+	}
+	return out, rows.Err()
+}
+
+// queue adds the check-and-advance statement to b: it moves each position that stands where
+// expected, and inserts the ones expected absent; adv.held counts what it touched.
+func (p *Positions) queue(b *pgx.Batch, adv *advance) {
+	if len(adv.topics) == 0 {
+		return
+	}
+	b.Queue(`WITH x AS (SELECT * FROM unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[])
+			AS x(topic, partition, expected, next)),
+		moved AS (UPDATE rm.projection_offsets o SET next_offset = x.next, updated_at = now() FROM x
+			WHERE o.projection = $1 AND o.topic = x.topic AND o.partition = x.partition
+			AND o.next_offset = x.expected RETURNING 1),
+		fresh AS (INSERT INTO rm.projection_offsets (projection, topic, partition, next_offset)
+			SELECT $1, x.topic, x.partition, x.next FROM x WHERE x.expected = -1
+			ON CONFLICT DO NOTHING RETURNING 1)
+		SELECT (SELECT count(*) FROM moved) + (SELECT count(*) FROM fresh)`,
+		p.name, adv.topics, adv.partitions, adv.expected, adv.next).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&adv.held)
+	})
+}
+
+// check fails when the statement did not find the store where the advance expected it.
+func (adv *advance) check() error {
+	if adv.held != len(adv.topics) {
+		return fmt.Errorf("%w (%d of %d partitions where expected)", errPositionsMoved, adv.held, len(adv.topics))
+	}
+	return nil
+}
+
+// committed remembers an advance whose transaction committed.
+func (p *Positions) committed(adv *advance) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, topic := range adv.topics {
+		p.next[topicPartition{topic, adv.partitions[i]}] = adv.next[i]
+	}
+}
+
+// forget drops what this process believes of the advance's partitions: after a failed or
+// uncertain commit the next session reads them from the store.
+func (p *Positions) forget(adv *advance) {
+	if adv == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, topic := range adv.topics {
+		delete(p.next, topicPartition{topic, adv.partitions[i]})
+	}
+}
+
+// failed turns the failure of a transaction that carried adv into what the consumer does:
+// a store elsewhere than expected, or a commit whose outcome is unknown, resumes from the
+// store (batch.ErrResume); other failures are retried as they are, after the positions this
+// process believed are forgotten (the retry reads them in its transaction).
+func (p *Positions) failed(adv *advance, err error) error {
+	p.forget(adv)
+	if errors.Is(err, errPositionsMoved) || isCommitUncertain(err) {
+		return fmt.Errorf("%w: %w", batch.ErrResume, err)
+	}
+	return err
+}
+
+// isCommitUncertain reports whether err may have come after the commit reached Postgres
+// (the connection broke while committing): the transaction may have taken effect.
+func isCommitUncertain(err error) bool {
+	var ce *commitError
+	return errors.As(err, &ce)
+}
+
+// commitError marks a failure of the COMMIT itself.
+type commitError struct{ err error }
+
+func (e *commitError) Error() string { return "commit: " + e.err.Error() }
+func (e *commitError) Unwrap() error { return e.err }
