@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"tradesvc/gateway/ratelimit"
 	"tradesvc/query"
 )
 
@@ -62,6 +63,9 @@ type Deps struct {
 	Clock func() time.Time
 	// Streams are the sources of the WebSocket streams (routes_streams.go); zero: none.
 	Streams StreamDeps
+	// RateLimits is where the keys' rate-limit counters, throttles and bans live; nil: this
+	// gateway's own memory. Gateways that must enforce one key's limits together share one.
+	RateLimits ratelimit.Store
 }
 
 // Validate reports missing dependencies.

@@ -56,7 +56,9 @@ type Endpoint struct {
 	// AccountScoped endpoints take a mandatory login that must be in the key's scope.
 	AccountScoped bool
 	// RequireAccount also reads the account (nonexistent or inactive: -2022) into
-	// Request.Account; trading endpoints set it and use Request.RequireTradeAllowed.
+	// Request.Account; every account-scoped endpoint whose handler does not read the
+	// account itself sets it (the spec's -2022 rule); trading endpoints then use
+	// Request.RequireTradeAllowed.
 	RequireAccount bool
 }
 

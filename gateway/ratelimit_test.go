@@ -190,3 +190,56 @@ func TestExchangeInfoReportsKeyLimits(t *testing.T) {
 		t.Fatal("exchangeInfo weight")
 	}
 }
+
+// Issue 17, item 5, through the pipeline: an ORDERS 429 throttles order-affecting requests
+// only. The same key's reads go on being served (and charged); an order inside the
+// Retry-After earns 418, which bans the whole key, reads included; a read during the ban
+// restarts it.
+func TestOrdersBreachLeavesReadsServedUntilAnOrderEarnsTheBan(t *testing.T) {
+	var calls int
+	e, c := start(t, gateway.Config{}, tradeEndpoint(&calls))
+	e.Keys.Put(gateway.Key{ID: "burst", APIKey: "burst-key", Secret: []byte("s"), Logins: []int64{1001}, Orders10s: 2})
+	c.APIKey, c.Secret = "burst-key", []byte("s")
+	e.Clock.Set(time.UnixMilli(1_800_000_000_000).Truncate(time.Minute).Add(2 * time.Second))
+	order := func() *gwclient.Response {
+		return must(t)(c.Signed(bg, "POST", "/v1/test/trade", vals("login", "1001"), gwclient.InBody))
+	}
+	poll := func() *gwclient.Response {
+		return must(t)(c.Signed(bg, "GET", "/v1/positions", vals("login", "1001"), gwclient.InQuery))
+	}
+	expectOK(t, order())
+	expectOK(t, order())
+	r := order()
+	expectErr(t, r, 429, -1015)
+	if r.Header.Get("Retry-After") != "8" {
+		t.Fatalf("Retry-After %q, want 8", r.Header.Get("Retry-After"))
+	}
+	e.Clock.Advance(time.Second)
+	for i := 0; i < 3; i++ {
+		r = poll()
+		expectOK(t, r)
+	}
+	if w := header(t, r, gateway.HeaderUsedWeight1m); w != 6 { // 3 orders + 3 polls
+		t.Fatalf("weight %d after three polls, want 6", w)
+	}
+	e.Clock.Advance(time.Second)
+	r = order()
+	expectErr(t, r, 418, -1003) // a ban is the key's, whichever bucket earned it
+	if r.Header.Get("Retry-After") != "120" {
+		t.Fatalf("Retry-After %q, want 120", r.Header.Get("Retry-After"))
+	}
+	if calls != 2 {
+		t.Fatalf("handler ran %d times, want 2", calls)
+	}
+	e.Clock.Advance(100 * time.Second)
+	r = poll()
+	expectErr(t, r, 418, -1003)
+	if r.Header.Get("Retry-After") != "120" {
+		t.Fatalf("poll during the ban: Retry-After %q, want 120 (restarted)", r.Header.Get("Retry-After"))
+	}
+	e.Clock.Advance(119 * time.Second) // past the first ban's end, inside the restarted one
+	expectErr(t, poll(), 418, -1003)
+	e.Clock.Advance(121 * time.Second)
+	expectOK(t, poll())
+	expectOK(t, order())
+}

@@ -9,10 +9,13 @@ import (
 )
 
 // registerOrders registers the order, position and trade reads (USER_DATA, signed, login in
-// scope).
+// scope). Like every account-scoped call they read the account first (RequireAccount): a login
+// that is in the key's scope but nonexistent or inactive answers -2022, never an empty list or
+// -2013 from which a bot would conclude that the account is flat.
 func (s *Server) registerOrders(h query.Handlers) {
 	userData := func(path string, weight int) Endpoint {
-		return Endpoint{Method: fiber.MethodGet, Path: path, Security: SecUserData, AccountScoped: true, Weight: fixed(weight)}
+		return Endpoint{Method: fiber.MethodGet, Path: path, Security: SecUserData, AccountScoped: true, RequireAccount: true,
+			Weight: fixed(weight)}
 	}
 	s.Handle(userData("/v1/order", 1), func(c *fiber.Ctx, r *Request) error {
 		id, err := r.Params.OptionalInt64("orderId")

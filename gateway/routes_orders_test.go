@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"errors"
 	"strconv"
 	"testing"
 
@@ -63,5 +64,38 @@ func TestHistoryReadsWeighFive(t *testing.T) {
 			t.Errorf("%s weighs %d, want %d", path, got-prev, want)
 		}
 		prev = got
+	}
+}
+
+// Every account-scoped read answers -2022 for a login that is in the key's scope but has no
+// active account (nonexistent, archived or inactive), as for one outside the scope: never an
+// empty list or -2013 (issue 17, item 4). A read the account store cannot answer is not a
+// -2022 either: it is the service's fault (-1001 or -1000), never "not yours".
+func TestAccountScopedReadsAnswer2022WithoutAnActiveAccount(t *testing.T) {
+	e, c := start(t, gateway.Config{}, nil)
+	get := func(path string, kv ...string) *gwclient.Response {
+		return must(t)(c.Signed(bg, "GET", path, vals(kv...), gwclient.InQuery))
+	}
+	reads := [][]string{
+		{"/v1/order", "orderId", "5"}, {"/v1/order", "origClientOrderId", "abc"}, {"/v1/openOrders"},
+		{"/v1/allOrders"}, {"/v1/positions"}, {"/v1/userTrades"}, {"/v1/account"},
+	}
+	for _, login := range []int64{gwtest.LoginMissing, 2001} { // in scope without an account; out of scope
+		for _, rd := range reads {
+			expectErr(t, get(rd[0], append([]string{"login", strconv.FormatInt(login, 10)}, rd[1:]...)...), 400, -2022)
+		}
+	}
+	// The same login answers once its account is active, and -2022 again once it is archived.
+	for _, rd := range reads[2:] {
+		expectOK(t, get(rd[0], "login", strconv.FormatInt(gwtest.LoginReal, 10)))
+	}
+	e.Accounts.Remove(gwtest.LoginReal)
+	for _, rd := range reads {
+		expectErr(t, get(rd[0], append([]string{"login", strconv.FormatInt(gwtest.LoginReal, 10)}, rd[1:]...)...), 400, -2022)
+	}
+	e.Accounts.Fail(errors.New("postgres down"))
+	r := get("/v1/positions", "login", strconv.FormatInt(gwtest.LoginDemo, 10))
+	if r.Status < 500 {
+		t.Fatalf("account store failure answered %d: %s", r.Status, r.Body)
 	}
 }

@@ -28,6 +28,24 @@ type StreamDeps struct {
 	Changes query.ChangeFeed
 	// ListenKeys keeps listen keys (infra/listenkeys).
 	ListenKeys query.ListenKeyStore
+	// Bars are the stored bars the kline streams resume from when the gateway starts
+	// (SeedKlines); nil: the kline streams start with the first tick this process sees.
+	Bars query.BarHistory
+}
+
+// SeedKlines resumes the kline streams' current bars from the stored bars, so that after a
+// restart a streamed bar is the bar GET /v1/klines has (same open time and open, and once
+// closed, the same bar). Call it before the tick tail starts. It reports how many symbols
+// were seeded; without market streams or Bars it does nothing.
+func (s *Server) SeedKlines(ctx context.Context) (int, error) {
+	if s.streams == nil || s.deps.Streams.Bars == nil {
+		return 0, nil
+	}
+	n, err := s.streams.Market().SeedKlines(ctx, s.deps.Streams.Bars)
+	if err != nil {
+		return n, fmt.Errorf("gateway: seed the kline streams: %w", err)
+	}
+	return n, nil
 }
 
 // registerStreams mounts the market streams (/ws, /ws/<name>, /stream), the user data stream

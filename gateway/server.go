@@ -45,7 +45,8 @@ func New(cfg Config, deps Deps, app Application) (*Server, error) {
 	if deps.Clock == nil {
 		deps.Clock = time.Now
 	}
-	lim, err := ratelimit.New(ratelimit.Config{Defaults: cfg.Limits, BanSteps: cfg.BanSteps, ForgiveAfter: 24 * time.Hour})
+	lim, err := ratelimit.NewWithStore(ratelimit.Config{Defaults: cfg.Limits, BanSteps: cfg.BanSteps, ForgiveAfter: 24 * time.Hour},
+		deps.RateLimits)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: rate limiter: %w", err)
 	}

@@ -98,7 +98,7 @@ func (m *Market) Handle(msg batch.Message) {
 func (m *Market) applyTick(e *events.TickReceived) (query.Quote, bool) {
 	s := m.symbol(e.Symbol)
 	q := query.Quote{Symbol: e.Symbol, Bid: e.Bid, Ask: e.Ask, Last: e.Last, Volume: e.Volume,
-		BidDirection: int32(e.BidDirection), AskDirection: int32(e.AskDirection), Time: e.Time, Held: e.Held}
+		BidDirection: int32(e.BidDirection), AskDirection: int32(e.AskDirection), Time: e.Time, Held: e.Held, Seq: e.Seq}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e.Seq != 0 && e.Seq <= s.lastSeq {

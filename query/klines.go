@@ -25,6 +25,22 @@ type BarReader interface {
 	Candles(ctx context.Context, symbol string, intervalMs, fromMs, toMs int64, limit int) ([]Bar, error)
 }
 
+// StoredBars are one symbol's stored 1-minute bid bars (what GET /v1/klines folds) from the
+// start of the UTC day of its newest bar up to that bar, oldest first, and the tick-feed
+// sequence of the newest tick they count (the newest bar's version).
+type StoredBars struct {
+	Symbol string
+	Seq    uint64
+	Bars   []Bar
+}
+
+// BarHistory reads the stored bars a starting gateway resumes its kline streams from
+// (projections.BarsReader implements it).
+type BarHistory interface {
+	// LatestDayBars returns the StoredBars of every symbol that has bars.
+	LatestDayBars(ctx context.Context) ([]StoredBars, error)
+}
+
 // KlinesQuery asks for candles. StartTime and EndTime are nil when not sent; Limit 0 is the
 // default. Now is the server time, the implicit end of an open-ended request.
 type KlinesQuery struct {

@@ -20,6 +20,10 @@ type Quote struct {
 	Time int64
 	// Held: an operator set and holds this quote; it is fresh until a newer tick.
 	Held bool
+	// Seq is the trade server's tick-feed sequence (0: unknown). The stored 1-minute bars
+	// record the Seq of the last tick they count, so the kline streams can tell which ticks
+	// a bar seeded from them already holds.
+	Seq uint64
 }
 
 // DayStats are the trade server's statistics of the current trading day for one symbol.

@@ -48,10 +48,23 @@ func errNoSuchOrder() error {
 	return events.Reject(events.CodeNoSuchOrder, "Order does not exist.")
 }
 
+// errSweepID is the defined answer to GET /v1/order by the client order id of a
+// DELETE /v1/allOpenPositions sweep. The sweep and every leg share that id (the legs' DEAL
+// and ORDER_UPDATE events carry it in C, so a bot can route them to the sweep), so no one
+// order answers to it: a leg picked among several would tell a bot that the whole sweep is
+// FILLED or REJECTED when only that leg is. The code is -2013 whichever row the id finds;
+// the message says where the legs are.
+func errSweepID(coid string) error {
+	return events.Reject(events.CodeNoSuchOrder, "No single order has origClientOrderId '"+coid+
+		"': it names a close-all sweep (DELETE /v1/allOpenPositions), one close per position. Query a leg by the orderId its "+
+		"status carries; repeating the sweep with the same newClientOrderId returns every leg's positionId and status.")
+}
+
 // Handle returns the order. By orderId it is the trade server's order (-2013 when the login
 // has none); by origClientOrderId it is the caller's operation (-2013 when the key recorded
 // none for this login), whose status is the operation's derived status: a pending placement
-// whose orderId the trade server never answered keeps its queued status.
+// whose orderId the trade server never answered keeps its queued status. The id of a
+// close-all sweep names no single order: always -2013, with a message saying so (errSweepID).
 func (h OrderHandler) Handle(ctx context.Context, q OrderQuery) (OrderRecord, error) {
 	switch {
 	case q.OrderID != nil:
@@ -105,6 +118,9 @@ func (h OrderHandler) byClientID(ctx context.Context, q OrderQuery) (OrderRecord
 	op, ok, err := h.orders.OperationByClientID(ctx, q.APIKeyID, q.OrigClientOrderID)
 	if err != nil {
 		return OrderRecord{}, fmt.Errorf("read operation %q: %w", q.OrigClientOrderID, err)
+	}
+	if ok && op.Login == q.Login && (op.Kind == trading.KindCloseAll || op.SweepID != "") {
+		return OrderRecord{}, errSweepID(q.OrigClientOrderID) // the sweep's own row or one of its legs
 	}
 	if !ok || op.Login != q.Login || !op.Kind.CreatesOrder() {
 		return OrderRecord{}, errNoSuchOrder()

@@ -3,6 +3,7 @@ package query_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -163,6 +164,36 @@ func TestOrderByClientIDAnswersTheOperationsDerivedState(t *testing.T) {
 	}
 	if _, err := h.Handle(ctx, query.OrderQuery{Login: 1001, APIKeyID: 5}); code(err) != events.CodeMandatoryParam {
 		t.Errorf("neither id: %v, want -1102", err)
+	}
+}
+
+// Issue 17, item 7: the sweep and its legs share the sweep's client order id, and the read
+// model may find any of those rows. Whichever it finds, the answer is the same -2013 naming
+// the sweep; on another login it is the plain -2013.
+func TestOrderBySweepIDIsAlwaysTheSweepAnswer(t *testing.T) {
+	sweep := trading.Operation{OperationID: "sw", Login: 1001, Kind: trading.KindCloseAll, APIKeyID: 5,
+		ClientOrderID: "sweep-1", RequestedAt: 1000, Status: "ACCEPTED"}
+	leg := trading.Operation{OperationID: "leg", Login: 1001, Kind: trading.KindClosePosition, APIKeyID: 5,
+		ClientOrderID: "sweep-1", RequestedAt: 1000, SweepID: "sw", TargetPositionID: 9, Symbol: "EURUSD",
+		Side: "SELL", Status: "FILLED", OrderID: 78, DealID: 79, PositionID: 9}
+	ctx := context.Background()
+	for name, row := range map[string]trading.Operation{"the sweep's row": sweep, "a leg's row": leg} {
+		f := newFakeTrading()
+		f.ops[row.OperationID] = row
+		h, err := query.NewOrderHandler(f, tradingMarket())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = h.Handle(ctx, query.OrderQuery{Login: 1001, APIKeyID: 5, OrigClientOrderID: "sweep-1"})
+		var rej *events.Rejection
+		if !errors.As(err, &rej) || rej.Code != events.CodeNoSuchOrder || !strings.Contains(rej.Msg, "close-all sweep") ||
+			!strings.Contains(rej.Msg, "'sweep-1'") {
+			t.Errorf("%s: %v, want -2013 naming the sweep", name, err)
+		}
+		_, err = h.Handle(ctx, query.OrderQuery{Login: 1002, APIKeyID: 5, OrigClientOrderID: "sweep-1"})
+		if !errors.As(err, &rej) || rej.Code != events.CodeNoSuchOrder || strings.Contains(rej.Msg, "sweep") {
+			t.Errorf("%s on another login: %v, want the plain -2013", name, err)
+		}
 	}
 }
 

@@ -13,6 +13,7 @@ func TestE2E(t *testing.T) {
 	e := startEnv(t, quotedSymbols...)
 	t.Run("general", func(t *testing.T) { testGeneral(t, e) })
 	t.Run("security", func(t *testing.T) { testSecurity(t, e) })
+	t.Run("tls", func(t *testing.T) { testTLS(t, e) })
 	t.Run("signatures", func(t *testing.T) { testSignatures(t, e) })
 	t.Run("scope", func(t *testing.T) { testScope(t, e) })
 	t.Run("validation", func(t *testing.T) { testValidation(t, e) })

@@ -166,6 +166,78 @@ func testRateLimits(t *testing.T, e *env) {
 		wantOK(t, get(t, e.client(e.main), "/v1/ticker/price", sym))
 		wantOK(t, get(t, e.client(noKey), "/v1/ping", nil))
 	})
+	t.Run("an ORDERS 429 throttles orders only; an order inside Retry-After earns 418 for the whole key", func(t *testing.T) {
+		testOrdersBurstDoesNotBanReads(t, e)
+	})
+}
+
+// testOrdersBurstDoesNotBanReads (issue 17, item 5): an ORDERS burst earns -1015; the same
+// key's positions poll is then served (it consumes weight only); another order inside the
+// Retry-After earns 418, which bans the whole key; a positions poll during the ban is 418 and
+// restarts it.
+func testOrdersBurstDoesNotBanReads(t *testing.T, e *env) {
+	k := e.svc.CreateKey(t, []int64{loginReal2}, false, nil)
+	e.svc.SetKeyLimits(t, k.APIKey, 0, 2, 0) // before the key's first use: no cache to expire
+	tr := &trader{e: e, c: e.client(k), key: k}
+	positions := func() *gwclient.Response { return tr.get(t, "/v1/positions", vals("login", itoa(loginReal2))) }
+	order := func(i int) *gwclient.Response {
+		return tr.post(t, "/v1/order", market(loginReal2, "BTCUSD", "BUY", "0.01", "newClientOrderId", "burst-"+itoa(int64(i))))
+	}
+	retryAfter := func(res *gwclient.Response) int {
+		t.Helper()
+		n, err := strconv.Atoi(res.Header.Get("Retry-After"))
+		if err != nil {
+			t.Fatalf("Retry-After %q on %d", res.Header.Get("Retry-After"), res.Status)
+		}
+		return n
+	}
+	e.trader(t).waitExecutionPath(t) // with another key: the probe must not consume this key's ORDERS
+	// The ORDERS bucket of 2 per 10 s is epoch-aligned: start early in a window so that the
+	// whole sequence falls inside one Retry-After.
+	if into := nowMs() % 10_000; into > 1_000 {
+		time.Sleep(time.Duration(10_000-into+50) * time.Millisecond)
+	}
+	window := nowMs() / 10_000
+	wantOK(t, order(1))
+	wantOK(t, order(2))
+	res := order(3)
+	wantErr(t, res, http.StatusTooManyRequests, -1015)
+	throttled := retryAfter(res)
+	if throttled < 1 || throttled > 10 {
+		t.Fatalf("429 Retry-After %d, want 1..10 s (the 10-second window)", throttled)
+	}
+	// Same key, inside the Retry-After: the positions poll is served (two of them).
+	for i := 0; i < 2; i++ {
+		res = positions()
+		if res.Status != http.StatusOK {
+			t.Fatalf("positions poll after a -1015: %d %s, want 200 (only order-affecting requests are throttled)", res.Status, res.Body)
+		}
+		if res.Header.Get(hdrOrders10) != "2" {
+			t.Errorf("%s = %q after the burst, want 2", hdrOrders10, res.Header.Get(hdrOrders10))
+		}
+	}
+	// Another order inside the Retry-After: 418, a 2-minute ban of the whole key.
+	res = order(4)
+	wantErr(t, res, http.StatusTeapot, -1003)
+	if ra := retryAfter(res); ra < 119 || ra > 120 {
+		t.Fatalf("418 Retry-After %d, want 120 s", ra)
+	}
+	if nowMs()/10_000 != window {
+		t.Fatal("the sequence crossed a 10-second window: its assertions are void")
+	}
+	// A poll during the ban is refused and restarts it: 3 s later the ban is 120 s again.
+	time.Sleep(3 * time.Second)
+	res = positions()
+	wantErr(t, res, http.StatusTeapot, -1003)
+	if ra := retryAfter(res); ra < 119 {
+		t.Fatalf("poll during the ban: Retry-After %d, want about 120 s (the ban restarted, not 117)", ra)
+	}
+	// The order that earned the ban was never taken: two orders reached the trade server.
+	poll(t, 20*time.Second, 200*time.Millisecond, "the burst's two positions on the trade server", func() bool {
+		return e.simPositionCount(t, loginReal2, "BTCUSD") == 2
+	})
+	// Other keys are unaffected.
+	wantOK(t, get(t, e.client(e.main), "/v1/ticker/price", url.Values{"symbol": {"BTCUSD"}}))
 }
 
 // startEarlyInMinute sleeps into the next minute when little of the current one is left: the

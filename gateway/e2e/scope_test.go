@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -33,6 +34,44 @@ func testScope(t *testing.T, e *env) {
 	})
 	t.Run("nonexistent login in scope is 400 -2022", func(t *testing.T) {
 		wantErr(t, account(t, c, itoa(loginMissing)), http.StatusBadRequest, -2022)
+	})
+	t.Run("every account-scoped read answers -2022 for a nonexistent or inactive login in scope", func(t *testing.T) {
+		// Issue 17, item 4: an empty list or -2013 here would make a bot conclude that the
+		// account is flat. 9998 stands for an archived account: its row is in the read model,
+		// inactive (the trade server's seed has no such account, so nothing overwrites it).
+		const loginInactive = 9998
+		if _, err := e.svc.PG.Exec(context.Background(), `INSERT INTO rm.accounts (login, grp, currency, leverage, demo,
+			trade_allowed, active, balance, credit, equity, margin, free_margin, profit, margin_level, update_time)
+			VALUES ($1, 'real\usd', 'USD', 100, false, true, false, 0, 0, 0, 0, 0, 0, 0, 0)`, loginInactive); err != nil {
+			t.Fatal(err)
+		}
+		k := e.client(e.svc.CreateKey(t, []int64{loginReal1, loginMissing, loginInactive}, true, nil))
+		reads := []struct {
+			path  string
+			extra url.Values
+		}{
+			{"/v1/account", nil}, {"/v1/positions", nil}, {"/v1/openOrders", nil}, {"/v1/allOrders", nil},
+			{"/v1/userTrades", nil}, {"/v1/order", url.Values{"orderId": {"1"}}},
+			{"/v1/order", url.Values{"origClientOrderId": {"no-such-order"}}},
+		}
+		for _, login := range []int64{loginMissing, loginInactive, loginFIFO} { // nonexistent, inactive, out of scope
+			for _, rd := range reads {
+				q := url.Values{"login": {itoa(login)}}
+				for n, v := range rd.extra {
+					q[n] = v
+				}
+				res := signed(t, k, rd.path, q, gwclient.InQuery)
+				if res.Status != http.StatusBadRequest {
+					t.Errorf("login %d %s: %d %s, want -2022", login, rd.path, res.Status, res.Body)
+					continue
+				}
+				wantErr(t, res, http.StatusBadRequest, -2022)
+			}
+		}
+		// The same key reads its active login.
+		for _, rd := range reads[:5] {
+			wantOK(t, signed(t, k, rd.path, url.Values{"login": {itoa(loginReal1)}}, gwclient.InQuery))
+		}
 	})
 	t.Run("keys sharing a login both read it", func(t *testing.T) {
 		k1 := e.client(e.svc.CreateKey(t, []int64{loginReal1, loginReal2}, false, nil))

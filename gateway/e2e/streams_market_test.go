@@ -34,6 +34,7 @@ func TestStreams(t *testing.T) {
 	t.Run("user: a deposit is an ACCOUNT_UPDATE", func(t *testing.T) { testUserDeposit(t, e) })
 	t.Run("user: a login leaving the scope", func(t *testing.T) { testUserScope(t, e) })
 	t.Run("user: trading events", func(t *testing.T) { testUserTradingEvents(t, e) })
+	t.Run("user: a close-all sweep, its legs and its id", func(t *testing.T) { testUserSweep(t, e) })
 	t.Run("user: -1017 while trading is switched off", func(t *testing.T) { testUserTradingOff(t, e) })
 }
 

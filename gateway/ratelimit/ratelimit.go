@@ -1,12 +1,19 @@
-// Package ratelimit keeps the per-key request-weight and order counters of one gateway
-// instance, and the 429 → 418 ban escalation. Windows are fixed and aligned to the Unix
-// epoch (a minute window opens at :00), so the usage headers read like a wall clock.
-// Each key has its own small mutex; there is no global lock on the hot path.
+// Package ratelimit keeps the per-key request-weight and order counters and the 429 → 418
+// ban escalation. Windows are fixed and aligned to the Unix epoch (a minute window opens at
+// :00), so the usage headers read like a wall clock.
+//
+// The rule (State.Apply) is pure; where the state lives is a Store. Memory keeps it in this
+// process, each key under its own small mutex (no global lock on the hot path). A store shared
+// by several gateways, so that a key's limits hold across them, implements the same interface.
+//
+// A 429 throttles one bucket (REQUEST_WEIGHT, or ORDERS) until its Retry-After. A request that
+// would consume a throttled bucket earns 418 and bans the whole key; a request that consumes
+// only buckets that are not throttled is served (an order burst's -1015 does not stop the same
+// key's position polls). During a ban every request is answered 418 and restarts the ban.
 package ratelimit
 
 import (
 	"errors"
-	"sync"
 	"time"
 )
 
@@ -54,6 +61,9 @@ type Config struct {
 	ForgiveAfter time.Duration
 }
 
+// Policy is the part of the configuration a Store applies.
+func (c Config) Policy() Policy { return Policy{BanSteps: c.BanSteps, ForgiveAfter: c.ForgiveAfter} }
+
 // Validate reports configuration errors.
 func (c Config) Validate() error {
 	var errs []error
@@ -85,7 +95,8 @@ const (
 	WeightExceeded
 	// OrdersExceeded: 429 with -1015.
 	OrdersExceeded
-	// Banned: 418; the key kept sending after a 429 (or during a ban).
+	// Banned: 418; the key sent a request that would consume a bucket inside its
+	// Retry-After, or sent anything during a ban.
 	Banned
 )
 
@@ -102,126 +113,49 @@ type Usage struct {
 	Orders1m  int
 }
 
-// Limiter holds the counters of every key seen by this instance.
+// Limiter applies the rule to the keys' state in its Store.
 type Limiter struct {
-	cfg  Config
-	keys sync.Map // key id → *bucket
+	cfg   Config
+	store Store
+	// mem is store when it is this process's Memory: called directly, it saves the hot path
+	// an indirect call.
+	mem *Memory
 }
 
-// New builds a Limiter.
+// New builds a Limiter whose state lives in this process (Memory).
 func New(cfg Config) (*Limiter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Limiter{cfg: cfg}, nil
+	m := NewMemory(cfg.Policy())
+	return &Limiter{cfg: cfg, store: m, mem: m}, nil
+}
+
+// NewWithStore builds a Limiter over store (built with cfg.Policy()); nil store: Memory.
+func NewWithStore(cfg Config, store Store) (*Limiter, error) {
+	if store == nil {
+		return New(cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m, _ := store.(*Memory)
+	return &Limiter{cfg: cfg, store: store, mem: m}, nil
 }
 
 // Defaults are the limits of keys without their own values.
 func (l *Limiter) Defaults() Limits { return l.cfg.Defaults }
 
-// bucket is one key's state. All times are Unix ms.
-type bucket struct {
-	mu        sync.Mutex
-	minute    int64 // start of the current minute window
-	tenSec    int64 // start of the current 10-second window
-	weight    int
-	orders10  int
-	orders1m  int
-	throttled int64 // a 429 was answered; until then, any request earns a ban
-	banUntil  int64
-	banLevel  int // index into BanSteps of the last ban
-	banned    bool
-}
-
-func (l *Limiter) bucket(id string) *bucket {
-	if b, ok := l.keys.Load(id); ok {
-		return b.(*bucket)
-	}
-	b, _ := l.keys.LoadOrStore(id, &bucket{})
-	return b.(*bucket)
-}
-
-// roll moves the windows to now.
-func (b *bucket) roll(now int64) {
-	if m := now - now%60_000; m != b.minute {
-		b.minute, b.weight, b.orders1m = m, 0, 0
-	}
-	if t := now - now%10_000; t != b.tenSec {
-		b.tenSec, b.orders10 = t, 0
-	}
-}
-
-func (b *bucket) usage() Usage {
-	return Usage{Weight1m: b.weight, Orders10s: b.orders10, Orders1m: b.orders1m}
-}
-
 // Charge adds weight and orders for the key id with limits lim (zero fields take the
-// defaults) at now. Nothing is added unless the outcome is Allowed. A request arriving while
-// the key is banned, or after a 429 and before its Retry-After elapsed, is answered Banned and
-// (re)starts a ban at the next escalation step: retrying through a 418 lengthens the ban.
+// defaults) at now. Nothing is added unless the outcome is Allowed. A zero weight or zero
+// orders does not consume (or check) that bucket.
 func (l *Limiter) Charge(id string, lim Limits, now time.Time, weight, orders int) (Decision, Usage) {
-	lim = lim.Or(l.cfg.Defaults)
-	ms := now.UnixMilli()
-	b := l.bucket(id)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.roll(ms)
-	if ms < b.banUntil {
-		// Retrying during a ban: restart the ban at its current step from now.
-		b.banUntil = max(b.banUntil, ms+l.step(b.banLevel))
-		return Decision{Outcome: Banned, RetryAfter: time.Duration(b.banUntil-ms) * time.Millisecond}, b.usage()
+	c := Charge{Limits: lim.Or(l.cfg.Defaults), Now: now.UnixMilli(), Weight: weight, Orders: orders}
+	if l.mem != nil {
+		return l.mem.Charge(id, c)
 	}
-	if ms < b.throttled {
-		b.ban(ms, l)
-		return Decision{Outcome: Banned, RetryAfter: time.Duration(b.banUntil-ms) * time.Millisecond}, b.usage()
-	}
-	if b.weight+weight > lim.WeightPerMinute {
-		b.throttled = b.minute + 60_000
-		return Decision{Outcome: WeightExceeded, RetryAfter: time.Duration(b.throttled-ms) * time.Millisecond}, b.usage()
-	}
-	if orders > 0 {
-		if b.orders10+orders > lim.Orders10s {
-			b.throttled = b.tenSec + 10_000
-			return Decision{Outcome: OrdersExceeded, RetryAfter: time.Duration(b.throttled-ms) * time.Millisecond}, b.usage()
-		}
-		if b.orders1m+orders > lim.Orders1m {
-			b.throttled = b.minute + 60_000
-			return Decision{Outcome: OrdersExceeded, RetryAfter: time.Duration(b.throttled-ms) * time.Millisecond}, b.usage()
-		}
-	}
-	b.weight += weight
-	b.orders10 += orders
-	b.orders1m += orders
-	return Decision{Outcome: Allowed}, b.usage()
-}
-
-// ban starts a new ban one step above the previous one, unless the previous ban ended long
-// enough ago to be forgiven.
-func (b *bucket) ban(ms int64, l *Limiter) {
-	switch {
-	case !b.banned || ms-b.banUntil > l.cfg.ForgiveAfter.Milliseconds():
-		b.banLevel = 0
-	case b.banLevel < len(l.cfg.BanSteps)-1:
-		b.banLevel++
-	}
-	b.banned = true
-	b.throttled = 0
-	b.banUntil = ms + l.step(b.banLevel)
-}
-
-func (l *Limiter) step(level int) int64 {
-	return l.cfg.BanSteps[min(level, len(l.cfg.BanSteps)-1)].Milliseconds()
+	return l.store.Charge(id, c)
 }
 
 // Usage reads the key's counters at now without charging anything.
-func (l *Limiter) Usage(id string, now time.Time) Usage {
-	v, ok := l.keys.Load(id)
-	if !ok {
-		return Usage{}
-	}
-	b := v.(*bucket)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.roll(now.UnixMilli())
-	return b.usage()
-}
+func (l *Limiter) Usage(id string, now time.Time) Usage { return l.store.Usage(id, now.UnixMilli()) }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"tradesvc/events/dec"
+	"tradesvc/query"
 )
 
 type klineEmit struct {
@@ -15,10 +16,12 @@ type klineEmit struct {
 	closed  bool
 }
 
-func applyTick(k *klines, t int64, bid string) []klineEmit {
+func applyTick(k *klines, t int64, bid string) []klineEmit { return applySeq(k, t, 0, bid) }
+
+func applySeq(k *klines, t int64, seq uint64, bid string) []klineEmit {
 	var out []klineEmit
 	b := dec.MustParse(bid)
-	k.apply(t, &b, func(iv int, br *bar, closed bool) {
+	k.apply(t, seq, &b, func(iv int, br *bar, closed bool) {
 		out = append(out, klineEmit{iv, br.openTime, dec.String(br.o), dec.String(br.h), dec.String(br.l), dec.String(br.c), br.n, closed})
 	})
 	return out
@@ -90,5 +93,67 @@ func TestKlineIgnoresATickOlderThanTheCurrentBucket(t *testing.T) {
 		if e.h == "9.9" && e.open != 0 {
 			t.Fatalf("a late tick reached bar %+v", e)
 		}
+	}
+}
+
+func minuteBar(open int64, o, h, l, c string, n int64) query.Bar {
+	return query.Bar{OpenTime: open, Open: dec.MustParse(o), High: dec.MustParse(h), Low: dec.MustParse(l),
+		Close: dec.MustParse(c), Count: n}
+}
+
+// Issue 17, item 8: a gateway that starts resumes every interval's current bar from the
+// stored 1-minute bars (folded as GET /v1/klines folds them) and skips the ticks they hold,
+// so the first bar it closes is the REST bar, not a bar begun at its first tick.
+func TestKlineSeedResumesEveryIntervalFromTheStoredBars(t *testing.T) {
+	const day = int64(1_800_000_000_000) - int64(1_800_000_000_000)%86_400_000
+	h := day + 3_600_000*13 // 13:00 UTC
+	stored := []query.Bar{
+		minuteBar(h-60_000, "5.0", "5.5", "4.0", "5.2", 4), // 12:59: only the day and 2h/4h buckets hold it
+		minuteBar(h, "5.2", "6.0", "5.1", "5.9", 3),        // 13:00
+		minuteBar(h+60_000, "5.9", "5.9", "5.3", "5.4", 2), // 13:01, the newest
+	}
+	var k klines
+	if !k.seed(41, stored) {
+		t.Fatal("not seeded")
+	}
+	want := map[string]klineEmit{
+		"1m": {0, h + 60_000, "5.9", "5.9", "5.3", "5.4", 2, false},
+		"5m": {1, h, "5.2", "6.0", "5.1", "5.4", 5, false},
+		"1h": {4, h, "5.2", "6.0", "5.1", "5.4", 5, false},
+		"2h": {5, h - 3_600_000, "5.0", "6.0", "4.0", "5.4", 9, false},
+		"1d": {7, day, "5.0", "6.0", "4.0", "5.4", 9, false},
+	}
+	// Ticks the stored bars already count (the tail's backfill) change nothing.
+	if got := applySeq(&k, h+61_000, 40, "9.9"); len(got) != 0 {
+		t.Fatalf("a tick the seed holds was folded again: %+v", got)
+	}
+	if got := applySeq(&k, h+62_000, 41, "9.9"); len(got) != 0 {
+		t.Fatalf("the seed's last tick was folded again: %+v", got)
+	}
+	// The next tick continues the seeded bars.
+	got := applySeq(&k, h+70_000, 42, "5.35")
+	byName := map[string]klineEmit{}
+	for _, e := range got {
+		byName[KlineIntervals[e.iv].Name] = e
+	}
+	for name, w := range want {
+		w.n++
+		w.c = "5.35"
+		if byName[name] != w {
+			t.Errorf("%s after the next tick: %+v, want %+v", name, byName[name], w)
+		}
+	}
+	// The first tick of 13:02 closes the seeded 13:01 bar: the stored bar plus the tick.
+	got = applySeq(&k, h+120_000, 43, "5.5")
+	if closed := (klineEmit{0, h + 60_000, "5.9", "5.9", "5.3", "5.35", 3, true}); got[0] != closed {
+		t.Fatalf("closed 1m bar %+v, want %+v", got[0], closed)
+	}
+	// A second seed (a symbol already live) changes nothing.
+	if k.seed(99, stored[:1]) {
+		t.Fatal("a live symbol was seeded again")
+	}
+	var empty klines
+	if empty.seed(5, nil) {
+		t.Fatal("seeded from no bar")
 	}
 }

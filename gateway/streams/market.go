@@ -132,9 +132,30 @@ func (m *Market) TickApplied(q query.Quote) {
 	}
 	st.klMu.Lock()
 	defer st.klMu.Unlock()
-	st.kl.apply(q.Time, &q.Bid, func(iv int, b *bar, closed bool) {
+	st.kl.apply(q.Time, q.Seq, &q.Bid, func(iv int, b *bar, closed bool) {
 		publish(&st.topics[topicKline0+iv], func() []byte { return encodeKline(q.Symbol, iv, b, closed, d, now) })
 	})
+}
+
+// SeedKlines resumes the kline streams from the stored bars (GET /v1/klines's source), so
+// that after a gateway starts each interval's current bar is the one REST has, not a bar
+// begun at the first tick this process saw. Call it before the tick tail runs: a symbol that
+// already folded a tick keeps its bars. It reports how many symbols were seeded.
+func (m *Market) SeedKlines(ctx context.Context, h query.BarHistory) (int, error) {
+	days, err := h.LatestDayBars(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, d := range days {
+		st := m.streams(d.Symbol)
+		st.klMu.Lock()
+		if st.kl.seed(d.Seq, d.Bars) {
+			n++
+		}
+		st.klMu.Unlock()
+	}
+	return n, nil
 }
 
 // DayStatsApplied publishes new trading-day statistics on @ticker.

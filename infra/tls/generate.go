@@ -19,8 +19,15 @@ import (
 )
 
 const (
-	caLifetime     = 10 * 365 * 24 * time.Hour
-	serverLifetime = 2 * 365 * 24 * time.Hour
+	caLifetime = 10 * 365 * 24 * time.Hour
+	// MaxServerLifetime is the longest validity (NotAfter - NotBefore) a generated server
+	// certificate may have: 366 days, the intermediate profile's limit (browsers refuse
+	// longer ones). A certificate found with a longer one (issued by an older version, for
+	// two years) is issued again.
+	MaxServerLifetime = 366 * 24 * time.Hour
+	// serverLifetime, with the hour NotBefore is backdated by, stays within it.
+	serverLifetime = 365 * 24 * time.Hour
+	backdate       = time.Hour
 	// renewBefore: a server certificate this close to expiry is replaced on start.
 	renewBefore = 30 * 24 * time.Hour
 )
@@ -32,11 +39,14 @@ var serverNames = struct {
 }{IPs: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, DNS: []string{"localhost"}}
 
 // Ensure makes sure dir holds a local CA (ECDSA P-256, 10 years) and a server certificate
-// for 127.0.0.1, ::1 and localhost signed by it (2 years), and returns their paths. Existing
-// files are reused; a missing, unreadable or soon-expiring server certificate is issued
-// again from the existing CA, so clients that trust ca.pem keep working; only when the CA
-// itself is missing or broken is everything generated afresh. Keys are written 0600.
-// Concurrent calls (several processes starting together) are serialised by a lock file.
+// for 127.0.0.1, ::1 and localhost signed by it (365 days), and returns their paths. Existing
+// files are reused; a server certificate that is missing, unreadable, not signed by the CA,
+// within 30 days of expiry or valid for longer than MaxServerLifetime is issued again from
+// the existing CA, so clients that trust ca.pem keep working; only when the CA itself is
+// missing, broken or within 30 days of expiry is everything generated afresh. Keys are
+// written 0600. Concurrent calls (several processes starting together) are serialised by a
+// lock file. It runs when the service starts: a certificate is renewed by a restart at most
+// 11 months after it was issued.
 func Ensure(dir string) (caPEMPath, certPath, keyPath string, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", "", "", fmt.Errorf("tls: create %s: %w", dir, err)
@@ -82,7 +92,7 @@ func lockDir(dir string) (func(), error) {
 
 func serverValid(certPath, keyPath string, ca *x509.Certificate, now time.Time) bool {
 	cert, _, err := loadPair(certPath, keyPath)
-	if err != nil || now.After(cert.NotAfter.Add(-renewBefore)) {
+	if err != nil || now.After(cert.NotAfter.Add(-renewBefore)) || cert.NotAfter.Sub(cert.NotBefore) > MaxServerLifetime {
 		return false
 	}
 	roots := x509.NewCertPool()
@@ -129,7 +139,7 @@ func newServer(certPath, keyPath string, ca *x509.Certificate, caKey crypto.Sign
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: "localhost", Organization: []string{"tradesvc"}},
-		NotBefore:    now.Add(-time.Hour),
+		NotBefore:    now.Add(-backdate),
 		NotAfter:     now.Add(serverLifetime),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},

@@ -64,10 +64,16 @@ func (a *App) runGateway(ctx context.Context) error {
 	srv, err := gateway.New(gateway.Config{TLS: tlsCfg, Logger: a.log.With("role", "gateway"),
 		OnRequest: a.metrics.HTTPRequest, Streams: a.streamsConfig()},
 		gateway.Deps{Keys: gatewayKeys{store}, Switches: a.switches, Accounts: ref, Clock: a.now,
-			Streams: gateway.StreamDeps{Market: market, Symbols: ref, Changes: feed, ListenKeys: listenKeys}},
+			Streams: gateway.StreamDeps{Market: market, Symbols: ref, Changes: feed, ListenKeys: listenKeys, Bars: bars}},
 		gateway.Application{Commands: commands, Queries: queries})
 	if err != nil {
 		return err
+	}
+	// Before the tick tail starts (the seed says which of its ticks the stored bars hold) and
+	// before the gateway takes connections.
+	a.seedKlines(ctx, srv)
+	if ctx.Err() != nil {
+		return nil // stopped while seeding
 	}
 	ln, err := net.Listen("tcp", a.cfg.Listen)
 	if err != nil {

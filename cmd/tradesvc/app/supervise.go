@@ -52,6 +52,24 @@ func (a *App) serveGateway(ctx context.Context, srv *gateway.Server, ln net.List
 	return g.Wait()
 }
 
+// klineSeedTimeout bounds the read of the stored bars when a gateway starts.
+const klineSeedTimeout = 15 * time.Second
+
+// seedKlines resumes the kline streams from the stored bars (ClickHouse). A failure is not
+// fatal: the gateway serves, and its kline streams start with the ticks it sees, as they did
+// before bars were seeded; the warning says so.
+func (a *App) seedKlines(ctx context.Context, srv *gateway.Server) {
+	ctx, cancel := context.WithTimeout(ctx, klineSeedTimeout)
+	defer cancel()
+	n, err := srv.SeedKlines(ctx)
+	if err != nil {
+		a.log.Warn("gateway: kline streams not resumed from the stored bars; their current bars start with this process",
+			"role", "gateway", "err", err)
+		return
+	}
+	a.log.Debug("gateway: kline streams resumed from the stored bars", "role", "gateway", "symbols", n)
+}
+
 // consumerObserver is the observer of one consumer: readiness (the consumer tracker) and
 // the projection metrics.
 func (a *App) consumerObserver(name string) batch.Observer {

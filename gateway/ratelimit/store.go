@@ -1,0 +1,58 @@
+package ratelimit
+
+import "sync"
+
+// Store keeps every key's State and applies charges to it, atomically per key. Memory is one
+// gateway's own store. The spec's limits are per key across all source addresses, so
+// gateways that share keys need one store between them (or a proxy that routes each key to
+// one gateway); such a store loads the key's State, calls State.Apply with its Policy and
+// saves the result under the key's lock, exactly as Memory does.
+type Store interface {
+	// Charge applies c to key id's state and returns the verdict and the usage after it.
+	Charge(id string, c Charge) (Decision, Usage)
+	// Usage returns key id's usage at now (Unix ms) without charging; zero for an unseen key.
+	Usage(id string, now int64) Usage
+}
+
+// Memory is the Store of one process: a map of keys, each with its own mutex.
+type Memory struct {
+	policy Policy
+	keys   sync.Map // key id → *entry
+}
+
+type entry struct {
+	mu sync.Mutex
+	st State
+}
+
+// NewMemory returns an empty in-process store applying policy.
+func NewMemory(policy Policy) *Memory { return &Memory{policy: policy} }
+
+func (m *Memory) entry(id string) *entry {
+	if e, ok := m.keys.Load(id); ok {
+		return e.(*entry)
+	}
+	e, _ := m.keys.LoadOrStore(id, &entry{})
+	return e.(*entry)
+}
+
+// Charge implements Store.
+func (m *Memory) Charge(id string, c Charge) (Decision, Usage) {
+	e := m.entry(id)
+	e.mu.Lock()
+	d, u := e.st.Apply(&m.policy, c) // Apply cannot panic: no deferred unlock on the hot path
+	e.mu.Unlock()
+	return d, u
+}
+
+// Usage implements Store.
+func (m *Memory) Usage(id string, now int64) Usage {
+	v, ok := m.keys.Load(id)
+	if !ok {
+		return Usage{}
+	}
+	e := v.(*entry)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.st.Usage(now)
+}
