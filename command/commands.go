@@ -1,6 +1,8 @@
 package command
 
 import (
+	"time"
+
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/events"
@@ -17,6 +19,8 @@ import (
 type Caller struct {
 	APIKeyID  int64
 	Requester events.Requester
+	// Received is when the gateway received the request (the stage timings count from it).
+	Received time.Time
 }
 
 // ClientID is the client's idempotency key: the newClientOrderId it sent, or one the gateway

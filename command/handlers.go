@@ -34,6 +34,9 @@ type Deps struct {
 	// QuoteMaxAge bounds the age of a quote used for price checks (default 30 s).
 	QuoteMaxAge time.Duration
 	Now         func() time.Time
+	// Stage, when set, is told how long the stages of the order path this side runs took
+	// (metrics): "recorded" and "queued", from the request's arrival.
+	Stage func(stage string, took time.Duration)
 }
 
 // Validate reports every missing dependency at once.
@@ -67,7 +70,11 @@ func NewHandlers(d Deps) (Handlers, error) {
 	if err != nil {
 		return Handlers{}, err
 	}
-	c := &core{records: d.Records, tags: d.Tags, log: d.Log, ops: d.Operations, symbols: d.Symbols, now: d.Now}
+	if d.Stage == nil {
+		d.Stage = func(string, time.Duration) {}
+	}
+	c := &core{records: d.Records, tags: d.Tags, log: d.Log, ops: d.Operations, symbols: d.Symbols, now: d.Now,
+		stage: d.Stage}
 	return Handlers{
 		PlaceOrder:     PlaceOrderHandler{core: c, v: v},
 		ModifyOrder:    ModifyOrderHandler{core: c, v: v, orders: d.Orders},

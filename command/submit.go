@@ -31,6 +31,7 @@ type core struct {
 	ops     OperationReader
 	symbols SymbolReader
 	now     func() time.Time
+	stage   func(string, time.Duration)
 }
 
 // TagSource hands out correlation tags no other operation has (*Tags).
@@ -130,6 +131,7 @@ func (c *core) record(ctx context.Context, ps []prepared) ([]Record, map[recordK
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	c.stages(ps, "recorded")
 	var fresh []events.Envelope
 	for _, r := range recs {
 		if inserted[r.key()] {
@@ -139,8 +141,18 @@ func (c *core) record(ctx context.Context, ps []prepared) ([]Record, map[recordK
 	var appendErr error
 	if len(fresh) > 0 {
 		appendErr = c.log.AppendEnvelopes(ctx, events.TopicCommands(), fresh...)
+		c.stages(ps, "queued")
 	}
 	return recs, inserted, appendErr, nil
+}
+
+// stages records that the operations of ps reached stage.
+func (c *core) stages(ps []prepared, stage string) {
+	for _, p := range ps {
+		if !p.base.Caller.Received.IsZero() {
+			c.stage(stage, time.Since(p.base.Caller.Received))
+		}
+	}
 }
 
 // stored reads the record that holds r's client order id (another request's).

@@ -115,3 +115,21 @@ func TestDecodeRefusesNonFiniteDecimals(t *testing.T) {
 		t.Error("an order request with price NaN decoded")
 	}
 }
+
+// The fast path of the finite check skips only payloads that cannot spell a non-finite
+// decimal; a NaN or an infinity in any case is still refused.
+func TestDecodeRefusesNonFiniteDecimalsWhateverTheirCase(t *testing.T) {
+	for _, v := range []string{"NaN", "nan", "sNaN", "Infinity", "-Infinity", "inf", "-INF"} {
+		env := Envelope{ID: "x", Type: "DealAdded_v1", Payload: []byte(`{"seq":1,"login":1,"volume":"` + v + `","price":"1"}`)}
+		if _, err := Decode(env); err == nil {
+			t.Errorf("volume %q decoded", v)
+		}
+	}
+	if mayHoldNonFinite([]byte(`{"seq":1,"login":1,"volume":"0.01","price":"1.10005"}`)) {
+		t.Error("a payload of finite decimals takes the slow path")
+	}
+	env := Envelope{ID: "x", Type: "DealAdded_v1", Payload: []byte(`{"seq":1,"login":1,"volume":"0.01","price":"1","comment":"info"}`)}
+	if _, err := Decode(env); err != nil {
+		t.Errorf("a finite payload whose text spells inf: %v", err)
+	}
+}

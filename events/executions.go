@@ -141,21 +141,25 @@ func (f *ExecutionFacts) Events() []Event {
 	for i := range f.Accounts {
 		out = append(out, &f.Accounts[i])
 	}
-	sort.SliceStable(out, func(i, j int) bool { return factSeq(out[i]) < factSeq(out[j]) })
+	sort.SliceStable(out, func(i, j int) bool {
+		a, _ := FactSeq(out[i])
+		b, _ := FactSeq(out[j])
+		return a < b
+	})
 	return out
 }
 
-// factSeq is a fact's feed sequence.
-func factSeq(ev Event) uint64 {
+// FactSeq is a trade-server fact's feed sequence; ok is false for other events.
+func FactSeq(ev Event) (seq uint64, ok bool) {
 	switch x := ev.(type) {
 	case *DealAdded:
-		return x.Seq
+		return x.Seq, true
 	case *OrderChanged:
-		return x.Seq
+		return x.Seq, true
 	case *PositionChanged:
-		return x.Seq
+		return x.Seq, true
 	case *AccountChanged:
-		return x.Seq
+		return x.Seq, true
 	}
-	return 0
+	return 0, false
 }

@@ -9,6 +9,23 @@ import (
 
 var decimalType = reflect.TypeFor[apd.Decimal]()
 
+// mayHoldNonFinite reports whether a payload could hold a NaN or an infinite decimal: apd
+// reads them only from texts that spell "nan" or "inf" (in any case), so a payload without
+// either needs no walk through its decimals (the walk costs more than the decoding).
+func mayHoldNonFinite(payload []byte) bool {
+	for i := 0; i+3 <= len(payload); i++ {
+		c := payload[i] | 0x20
+		if c != 'n' && c != 'i' {
+			continue
+		}
+		w := [3]byte{c, payload[i+1] | 0x20, payload[i+2] | 0x20}
+		if w == [3]byte{'n', 'a', 'n'} || w == [3]byte{'i', 'n', 'f'} {
+			return true
+		}
+	}
+	return false
+}
+
 // checkFinite fails when any decimal of v (fields, pointers, slices, maps, nested structs)
 // is NaN or infinite. JSON accepts "NaN" and "Infinity" for an apd.Decimal, but no price,
 // volume or amount can be one, and the arithmetic of every consumer assumes finite values:

@@ -140,6 +140,9 @@ func (s *Server) reply(c *fiber.Ctx, res command.Result, err error, wait bool) e
 	}
 	if wait {
 		res = s.await(c.UserContext(), res)
+		if s.cfg.OnStage != nil && res.Op.Answered() {
+			s.cfg.OnStage("answered", time.Since(time.UnixMilli(res.Op.RequestedAt)))
+		}
 	}
 	body, rej := Render(res, s.clock().UnixMilli())
 	if rej != nil {
@@ -234,7 +237,8 @@ func (s *Server) caller(c *fiber.Ctx, r *Request) command.Caller {
 		params += string(body)
 	}
 	return command.Caller{APIKeyID: id, Requester: events.Requester{APIKeyID: id, SourceAddr: remoteAddr(c).String(),
-		Method: c.Method(), Path: c.Path(), Params: withoutSignature(params), ReceivedAt: r.Now.UnixMilli()}}
+		Method: c.Method(), Path: c.Path(), Params: withoutSignature(params), ReceivedAt: r.Now.UnixMilli()},
+		Received: r.Now}
 }
 
 // withoutSignature drops the signature parameter from a raw parameter string: the command

@@ -35,6 +35,9 @@ type ChangeFeedConfig struct {
 	// Recent is how long the latest state of each operation is kept for a waiter that starts
 	// watching after it committed (default 30s).
 	Recent time.Duration
+	// OnReference, when set, is called when the reference projection (of any process)
+	// committed a change (ReferenceChannel): caches of reference data drop what they hold.
+	OnReference func()
 }
 
 // Validate reports every problem at once.
@@ -156,8 +159,11 @@ func (f *ChangeFeed) session(ctx context.Context) (healthy bool, err error) {
 			f.cfg.Logger.Debug("change feed: close connection", "err", cerr)
 		}
 	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+ChangesChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+ChangesChannel+"; LISTEN "+ReferenceChannel); err != nil {
 		return false, fmt.Errorf("listen: %w", err)
+	}
+	if f.cfg.OnReference != nil {
+		f.cfg.OnReference() // what changed while disconnected was not heard
 	}
 	if err := f.position(ctx, conn); err != nil {
 		return false, err
@@ -194,6 +200,12 @@ func (f *ChangeFeed) listen(ctx context.Context, conn *pgx.Conn, deadline time.T
 	if err != nil {
 		if ctx.Err() != nil || conn.IsClosed() || !pgconn.Timeout(err) {
 			return fmt.Errorf("wait for notification: %w", err)
+		}
+		return nil
+	}
+	if n.Channel == ReferenceChannel {
+		if f.cfg.OnReference != nil {
+			f.cfg.OnReference()
 		}
 		return nil
 	}

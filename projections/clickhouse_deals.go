@@ -78,3 +78,6 @@ func (h *DealHistory) Reset(ctx context.Context) error {
 
 // Ping implements Pinger: ClickHouse answers.
 func (p *DealHistory) Ping(ctx context.Context) error { return p.conn.Ping(ctx) }
+
+// Accepts implements Accepting: deals only (the trades topic's other facts are not decoded).
+func (h *DealHistory) Accepts(eventType string) bool { return eventType == "DealAdded_v1" }

@@ -202,3 +202,6 @@ func (h *MarketHistory) Reset(ctx context.Context) error {
 
 // Ping implements Pinger: ClickHouse answers.
 func (p *MarketHistory) Ping(ctx context.Context) error { return p.conn.Ping(ctx) }
+
+// Accepts implements Accepting: ticks only (day statistics are not decoded).
+func (h *MarketHistory) Accepts(eventType string) bool { return eventType == "TickReceived_v1" }

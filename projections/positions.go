@@ -221,6 +221,9 @@ func (p *Positions) forget(adv *advance) {
 // store (batch.ErrResume); other failures are retried as they are, after the positions this
 // process believed are forgotten (the retry reads them in its transaction).
 func (p *Positions) failed(adv *advance, err error) error {
+	if errors.Is(err, batch.ErrRetrySoon) {
+		return err // rolled back on purpose: the positions stand where this process believes
+	}
 	p.forget(adv)
 	if errors.Is(err, errPositionsMoved) || isCommitUncertain(err) {
 		return fmt.Errorf("%w: %w", batch.ErrResume, err)

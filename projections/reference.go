@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -27,8 +28,7 @@ const ReferenceName = "projection.reference"
 type Reference struct {
 	pool      *pgxpool.Pool
 	positions *Positions
-	// changed is called after a batch that touched symbols or the server commits, so readers
-	// drop their caches at once.
+	// changed is called after a batch commits, so readers drop their caches at once.
 	changed func()
 }
 
@@ -61,7 +61,6 @@ func (r *Reference) Topics() []events.Topic { return []events.Topic{events.Topic
 // Apply writes one batch in one transaction.
 func (r *Reference) Apply(ctx context.Context, msgs []batch.Message) error {
 	b := &pgx.Batch{}
-	touchedSpecs := false
 	for _, m := range msgs {
 		switch e := m.Event.(type) {
 		case *events.SymbolSpecified:
@@ -72,13 +71,11 @@ func (r *Reference) Apply(ctx context.Context, msgs []batch.Message) error {
 			b.Queue(`INSERT INTO rm.symbols (symbol, spec, spec_time) VALUES ($1, $2, $3)
 				ON CONFLICT (symbol) DO UPDATE SET spec = EXCLUDED.spec, spec_time = EXCLUDED.spec_time, updated_at = now()
 				WHERE rm.symbols.spec_time <= EXCLUDED.spec_time`, e.Symbol, spec, e.Time)
-			touchedSpecs = true
 		case *events.ServerSpecified:
 			b.Queue(`INSERT INTO rm.server (id, name, time_zone_offset_minutes, info_time) VALUES (1, $1, $2, $3)
 				ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, time_zone_offset_minutes = EXCLUDED.time_zone_offset_minutes,
 				info_time = EXCLUDED.info_time WHERE rm.server.info_time <= EXCLUDED.info_time`,
 				e.Name, e.TimeZoneOffsetMinutes, e.Time)
-			touchedSpecs = true
 		case *events.AccountSnapshot:
 			b.Queue(`INSERT INTO rm.accounts (login, grp, currency, leverage, demo, trade_allowed, active, balance, credit,
 				equity, margin, free_margin, profit, margin_level, update_time, observed_at)
@@ -97,11 +94,16 @@ func (r *Reference) Apply(ctx context.Context, msgs []batch.Message) error {
 	if err := applyPositioned(ctx, r.pool, r.positions, msgs, b); err != nil {
 		return fmt.Errorf("reference projection: %w", err)
 	}
-	if touchedSpecs {
-		r.changed()
+	// Readers drop their caches: this process's at once, the others' on the notification.
+	r.changed()
+	if _, err := r.pool.Exec(ctx, "SELECT pg_notify($1, '')", ReferenceChannel); err != nil && ctx.Err() == nil {
+		slog.Warn("reference projection: notify readers", "err", err) // their caches expire anyway
 	}
 	return nil
 }
+
+// ReferenceChannel is notified after reference data (symbols, server, accounts) changed.
+const ReferenceChannel = "rm_reference"
 
 // applyPositioned runs b in one transaction with the advance of positions over msgs
 // (synchronous commit: what was applied and where the log stands are committed together).

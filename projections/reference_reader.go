@@ -19,8 +19,9 @@ import (
 
 // ReferenceReader serves the symbol, server and account read models to the query handlers.
 // Symbols and the server record are few and read on every market-data request, so they are
-// held in memory and reloaded at most every refresh interval (sooner when this process's
-// projection signals a change); accounts are read from Postgres on each call.
+// held in memory and reloaded at most every refresh interval (sooner when the reference
+// projection signals a change: Invalidate); accounts are read from Postgres on each call of
+// Account, and cached the same way for the request pipeline's checks (Cached).
 type ReferenceReader struct {
 	pool    *pgxpool.Pool
 	refresh time.Duration
@@ -28,6 +29,16 @@ type ReferenceReader struct {
 	snap    atomic.Pointer[refSnapshot]
 	loadMu  sync.Mutex
 	invalid atomic.Bool
+
+	gen      atomic.Int64 // bumped by Invalidate: older cached accounts are stale
+	accounts sync.Map     // login → cachedAccount
+}
+
+type cachedAccount struct {
+	acc query.Account
+	ok  bool
+	at  time.Time
+	gen int64
 }
 
 type refSnapshot struct {
@@ -48,8 +59,41 @@ func NewReferenceReader(pool *pgxpool.Pool, refresh time.Duration) (*ReferenceRe
 	return &ReferenceReader{pool: pool, refresh: refresh}, nil
 }
 
-// Invalidate makes the next read reload symbols and the server record.
-func (r *ReferenceReader) Invalidate() { r.invalid.Store(true) }
+// Invalidate makes the next read reload symbols, the server record and accounts.
+func (r *ReferenceReader) Invalidate() {
+	r.invalid.Store(true)
+	r.gen.Add(1)
+}
+
+// Cached is the account read model with the symbols' caching: what the request pipeline
+// checks on every TRADE and account-scoped request (exists, active, trading allowed), read
+// from Postgres at most every refresh interval per login, and at once after a change of
+// reference data (Invalidate). GET /v1/account reads the account itself (its figures move).
+func (r *ReferenceReader) Cached() query.AccountReader { return cachedAccounts{r} }
+
+type cachedAccounts struct{ r *ReferenceReader }
+
+// Account implements query.AccountReader from the cache.
+func (c cachedAccounts) Account(ctx context.Context, login int64) (query.Account, bool, error) {
+	gen := c.r.gen.Load()
+	if v, ok := c.r.accounts.Load(login); ok {
+		e := v.(cachedAccount)
+		if e.gen == gen && time.Since(e.at) < c.r.refresh {
+			return e.acc, e.ok, nil
+		}
+	}
+	acc, ok, err := c.r.Account(ctx, login)
+	if err != nil {
+		return acc, ok, err
+	}
+	c.r.accounts.Store(login, cachedAccount{acc: acc, ok: ok, at: time.Now(), gen: gen})
+	return acc, ok, nil
+}
+
+// Accounts implements query.AccountReader (not cached: a list answers GET /v1/accounts).
+func (c cachedAccounts) Accounts(ctx context.Context, logins []int64) ([]query.Account, error) {
+	return c.r.Accounts(ctx, logins)
+}
 
 func (r *ReferenceReader) snapshot(ctx context.Context) (*refSnapshot, error) {
 	s := r.snap.Load()

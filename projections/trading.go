@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/events"
+	"tradesvc/events/trading"
 	"tradesvc/infra/kafka/batch"
 	"tradesvc/query"
 )
@@ -37,6 +38,9 @@ type TradingConfig struct {
 	// (in this process: the change feed dispatches them at once; other processes hear of
 	// them by NOTIFY).
 	Committed func(part int32, rows []query.Change)
+	// Stage, when set, is told how long each outcome took from its decision to the commit
+	// that applied it ("projected", metrics).
+	Stage func(stage string, took time.Duration)
 	// Logger receives pruning problems (default slog.Default()).
 	Logger *slog.Logger
 	// ChangeRetention is how long change-feed rows are kept (default 1h); PruneEvery how
@@ -67,6 +71,7 @@ type Trading struct {
 	cfg       TradingConfig
 	digits    *digitsCache
 	positions *Positions // nil while replaying
+	inBand    *inBandSeqs
 	lastPrune atomic.Int64
 
 	combinersMu sync.Mutex
@@ -90,7 +95,7 @@ func NewTrading(cfg TradingConfig) (*Trading, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	t := &Trading{cfg: cfg, digits: newDigitsCache(), combiners: map[int32]*combiner{}}
+	t := &Trading{cfg: cfg, digits: newDigitsCache(), combiners: map[int32]*combiner{}, inBand: newInBandSeqs()}
 	if !cfg.Replaying {
 		t.positions = NewPositions(cfg.Pool, TradingName)
 	}
@@ -136,6 +141,8 @@ func (t *Trading) Apply(ctx context.Context, msgs []batch.Message) error {
 func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 	var adv *advance
 	var rows []changeRow
+	var inBand []uint64
+	part := partOf(msgs)
 	err := t.inTx(ctx, func(tx pgx.Tx) error {
 		kept := msgs
 		if t.positions != nil {
@@ -144,10 +151,11 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 				return err
 			}
 		}
-		items, logins, err := tradingItems(kept)
+		items, logins, err := tradingItems(kept, func(ev events.Event) bool { return t.inBand.applied(part, ev) })
 		if err != nil {
 			return err
 		}
+		inBand = inBandOf(items)
 		// Two round trips inside the transaction: the positions, the logins' locks, every
 		// fact and the reads the derivation needs in one pipeline; then the derived columns
 		// and the change feed in another. The locks (ascending, so concurrent batches never
@@ -177,13 +185,16 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 				return err
 			}
 		}
+		if !t.cfg.Replaying && ownerPending(items, owners, t.cfg.Now()) {
+			return errOwnerPending
+		}
 		if err := t.digits.load(ctx, tx, opSymbols(ops), t.cfg.Now()); err != nil {
 			return err
 		}
 		b = &pgx.Batch{}
 		changes := t.queueDerived(b, ops)
 		if !t.cfg.Replaying {
-			if rows, err = t.queueChanges(b, partOf(msgs), items, owners, changes); err != nil {
+			if rows, err = t.queueChanges(b, part, items, owners, changes); err != nil {
 				return err
 			}
 		}
@@ -204,7 +215,16 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 	if adv != nil {
 		t.positions.committed(adv)
 	}
-	t.announce(ctx, partOf(msgs), rows)
+	t.inBand.remember(part, inBand)
+	if t.cfg.Stage != nil {
+		now := t.cfg.Now().UnixMilli()
+		for _, m := range msgs {
+			if out, ok := m.Event.(*events.ExecutionOutcome); ok {
+				t.cfg.Stage("projected", time.Duration(now-out.DecidedAt)*time.Millisecond)
+			}
+		}
+	}
+	t.announce(ctx, part, rows)
 	t.maybePrune(ctx)
 	return nil
 }
@@ -242,12 +262,13 @@ func partOf(msgs []batch.Message) int32 {
 }
 
 // tradingItems are the events of msgs the projection applies, each with its statement: an
-// outcome's in-band facts follow it, in the trade server's order. logins are the accounts
-// they touch, ascending.
-func tradingItems(msgs []batch.Message) ([]*tradingItem, []int64, error) {
+// outcome's command comes before it and its in-band facts after it, in the trade server's
+// order; a relay's copy of a fact already applied in band (skip) is left out. logins are the
+// accounts they touch, ascending.
+func tradingItems(msgs []batch.Message, skip func(events.Event) bool) ([]*tradingItem, []int64, error) {
 	items := make([]*tradingItem, 0, len(msgs))
 	var logins []int64
-	add := func(ev events.Event, raw []byte) error {
+	add := func(ev events.Event, raw []byte, inBand bool) error {
 		sql, args, ok := factStatement(ev)
 		if !ok {
 			return nil
@@ -258,7 +279,7 @@ func tradingItems(msgs []batch.Message) ([]*tradingItem, []int64, error) {
 				return fmt.Errorf("encode %s: %w", ev.EventType(), err)
 			}
 		}
-		items = append(items, &tradingItem{ev: ev, raw: raw, sql: sql, args: args})
+		items = append(items, &tradingItem{ev: ev, raw: raw, sql: sql, args: args, inBand: inBand})
 		logins = append(logins, ev.(events.AccountEvent).AccountLogin())
 		return nil
 	}
@@ -275,17 +296,23 @@ func tradingItems(msgs []batch.Message) ([]*tradingItem, []int64, error) {
 				return nil, nil, fmt.Errorf("command of outcome %s: %w", out.OperationID, err)
 			}
 			if cmd != nil {
-				if err := add(cmd, out.Command); err != nil {
+				if err := add(cmd, out.Command, false); err != nil {
 					return nil, nil, err
 				}
 			}
 		}
-		if err := add(m.Event, m.Envelope.Payload); err != nil {
+		if skip(m.Event) {
+			continue
+		}
+		if err := add(m.Event, m.Envelope.Payload, false); err != nil {
 			return nil, nil, err
+		}
+		if len(items) > 0 && items[len(items)-1].ev == m.Event {
+			items[len(items)-1].at = m.Envelope.OccurredAt
 		}
 		if isOutcome {
 			for _, f := range out.Facts.Events() {
-				if err := add(f, nil); err != nil {
+				if err := add(f, nil, true); err != nil {
 					return nil, nil, err
 				}
 			}
@@ -301,7 +328,62 @@ type tradingItem struct {
 	raw     []byte // the event's payload as the log holds it (a change row stores it)
 	sql     string
 	args    []any
+	inBand  bool  // a fact an outcome carried
+	at      int64 // when it was appended to the log, Unix ms (0: unknown)
 	applied bool
+}
+
+// errOwnerPending rolls back a batch holding a fresh deal or order change whose tag names no
+// operation the read model knows yet: the relay's copy of a fact overtook the command that
+// caused it (their topics are consumed apart). It is applied again a moment later, once
+// the command is in, so that its frame carries C for the key that placed it.
+var errOwnerPending = fmt.Errorf("a fact came before its command: %w", batch.ErrRetrySoon)
+
+// ownerWait is how long a fact waits for its command; a tag still unknown after that is not
+// the service's (a manual comment that looks like one), and the fact goes without C.
+const ownerWait = 2 * time.Second
+
+// ownerPending reports whether an applied fact of the relay carries a tag no known operation
+// has, and is young enough to wait for it.
+func ownerPending(items []*tradingItem, owners map[loginTag]tagOwner, now time.Time) bool {
+	for _, it := range items {
+		if !it.applied || it.inBand || it.at == 0 || now.UnixMilli()-it.at > ownerWait.Milliseconds() {
+			continue
+		}
+		var login int64
+		var comment string
+		switch x := it.ev.(type) {
+		case *events.DealAdded:
+			if !trading.DealAction(x.Action).IsTrade() {
+				continue
+			}
+			login, comment = x.Login, x.Comment
+		case *events.OrderChanged:
+			if trading.OrderType(x.Type).IsMarket() {
+				continue
+			}
+			login, comment = x.Login, x.Comment
+		default:
+			continue
+		}
+		if tag := trading.TagOf(comment); tag != "" {
+			if _, ok := owners[loginTag{login, tag}]; !ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// inBandOf lists the sequences of the in-band facts among items.
+func inBandOf(items []*tradingItem) []uint64 {
+	var out []uint64
+	for _, it := range items {
+		if seq, ok := events.FactSeq(it.ev); ok && it.inBand {
+			out = append(out, seq)
+		}
+	}
+	return out
 }
 
 // queueFacts queues the logins' locks and every event's statement; each item learns whether

@@ -34,7 +34,11 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 	// One round trip: what cmd.executions already knows of the batch (a redelivery), and the
 	// "sent" record of every operation this batch will send for the first time.
 	now := x.cfg.Now()
+	for i := range ops {
+		x.cfg.Stage("picked", time.Duration(now.UnixMilli()-ops[i].requestedAt)*time.Millisecond)
+	}
 	known, recorded, err := x.store.claim(ctx, ops, func(o *operation) bool { return x.sureToSend(o, now) }, now)
+	x.cfg.Stage("claimed", time.Since(now))
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w: %w", errShutdown, err)

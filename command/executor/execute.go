@@ -23,7 +23,8 @@ func (x *Executor) execute(ctx context.Context, o *operation, prior *execution) 
 	} else {
 		d, err = x.dispatch(ctx, o)
 	}
-	d.op, d.took = o, time.Since(start)
+	d.op, d.at = o, time.Now()
+	d.took = d.at.Sub(start)
 	return d, err
 }
 
@@ -109,7 +110,9 @@ func (x *Executor) recover(ctx context.Context, o *operation, sentAt time.Time) 
 // tables of in-band answers and of no answer).
 func (x *Executor) send(ctx context.Context, o *operation, resend bool) (*events.ExecutionOutcome, error) {
 	sctx, cancel := context.WithTimeout(ctx, x.cfg.SendTimeout)
+	start := time.Now()
 	res, err := x.cfg.Port.Send(sctx, o.req)
+	x.cfg.Stage("sent", time.Since(start))
 	cancel()
 	now := x.cfg.Now().UnixMilli()
 	if err == nil {

@@ -148,6 +148,7 @@ type decision struct {
 	op      *operation
 	outcome *events.ExecutionOutcome
 	took    time.Duration
+	at      time.Time // when it was decided
 }
 
 // decidedLater stores outcomes in the background, one writer at a time, retrying until they

@@ -17,6 +17,7 @@ type flusher struct {
 	store     *executions
 	log       *slog.Logger
 	onOutcome func(kind, status string, took time.Duration)
+	stage     func(string, time.Duration)
 	in        chan flushItem
 }
 
@@ -25,8 +26,8 @@ type flushItem struct {
 	done chan error // the append's result, exactly once
 }
 
-func newFlusher(out Appender, store *executions, log *slog.Logger, onOutcome func(string, string, time.Duration)) *flusher {
-	return &flusher{out: out, store: store, log: log, onOutcome: onOutcome, in: make(chan flushItem, 4096)}
+func newFlusher(out Appender, store *executions, log *slog.Logger, onOutcome func(string, string, time.Duration), stage func(string, time.Duration)) *flusher {
+	return &flusher{out: out, store: store, log: log, onOutcome: onOutcome, stage: stage, in: make(chan flushItem, 4096)}
 }
 
 // push hands a decision over; the channel reports when its outcome is in the log (or why
@@ -106,6 +107,7 @@ func (f *flusher) flush(ctx context.Context, items []flushItem) {
 	// cmd.executions only lets a redelivered command be skipped sooner.
 	f.store.decidedLater(ds, f.log)
 	for _, d := range ds {
+		f.stage("appended", time.Since(d.at))
 		f.log.Debug("operation decided", "operationId", d.op.op.OperationID, "attempt", d.op.op.Attempt,
 			"kind", d.op.kind, "status", d.outcome.Status, "code", d.outcome.Code, "retcode", d.outcome.Retcode)
 		if f.onOutcome != nil {

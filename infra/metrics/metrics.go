@@ -39,6 +39,8 @@ type Metrics struct {
 	quoteAge     *prometheus.GaugeVec
 	undecodable  *prometheus.CounterVec
 	heartbeatAge prometheus.Gauge
+	orderStage   *prometheus.HistogramVec
+	shed         *prometheus.CounterVec
 }
 
 // New registers every collector on a fresh registry (plus the Go runtime and process ones).
@@ -81,13 +83,30 @@ func New() *Metrics {
 			Help: "Messages the gateway's tick tail could not decode (the projections park them)."}, []string{"topic"}),
 		heartbeatAge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tradesvc_executor_heartbeat_age_seconds",
 			Help: "Seconds since this executor last recorded its heartbeat."}),
+		orderStage: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "tradesvc_order_stage_seconds",
+			Help: "Where an operation's time goes, stage by stage (docs/benchmarks.md): recorded, queued (from " +
+				"the request's arrival), picked (from the command's append), claimed, sent, appended (from the " +
+				"decision), projected (from the decision), answered (from the request's arrival).",
+			Buckets: []float64{.0001, .00025, .0005, .001, .002, .004, .008, .016, .032, .064, .128, .256, .512, 1, 2, 5}},
+			[]string{"stage"}),
+		shed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tradesvc_shed_total",
+			Help: "Operations answered -1008 (overloaded; did not execute), by kind and the bound that was passed."},
+			[]string{"kind", "reason"}),
 	}
 	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.projBatches, m.projEvents, m.projFailures, m.projOffset,
 		m.relayAppended, m.relaySeq, m.ready, m.dependencyUp, m.lagEvents, m.lagSeconds, m.stuck, m.deadLetters,
-		m.quoteAge, m.undecodable, m.heartbeatAge,
+		m.quoteAge, m.undecodable, m.heartbeatAge, m.orderStage, m.shed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
+
+// OrderStage records how long one stage of an operation's path took.
+func (m *Metrics) OrderStage(stage string, took time.Duration) {
+	m.orderStage.WithLabelValues(stage).Observe(took.Seconds())
+}
+
+// Shed counts an operation answered -1008.
+func (m *Metrics) Shed(kind, reason string) { m.shed.WithLabelValues(kind, reason).Inc() }
 
 // SetReady records a role's readiness (health.Sink).
 func (m *Metrics) SetReady(role string, ready bool) { m.ready.WithLabelValues(role).Set(b2f(ready)) }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"sort"
@@ -290,6 +291,10 @@ func (a *App) runMetrics(ctx context.Context) error {
 	mux.Handle("/metrics", a.metrics.Handler())
 	mux.Handle("/livez", a.health.Handler())
 	mux.Handle("/readyz", a.health.Handler())
+	// Profiles for operators (the metrics listener is loopback or a private network).
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return a.serveHTTP(ctx, "metrics", a.cfg.MetricsListen, mux, a.metricsAddr)
 }
 

@@ -62,8 +62,8 @@ func (a *App) runGateway(ctx context.Context) error {
 		return err
 	}
 	srv, err := gateway.New(gateway.Config{TLS: tlsCfg, Logger: a.log.With("role", "gateway"),
-		OnRequest: a.metrics.HTTPRequest, Streams: a.streamsConfig()},
-		gateway.Deps{Keys: gatewayKeys{store}, Switches: a.switches, Accounts: ref, Clock: a.now,
+		OnRequest: a.metrics.HTTPRequest, OnStage: a.metrics.OrderStage, Streams: a.streamsConfig()},
+		gateway.Deps{Keys: gatewayKeys{store}, Switches: a.switches, Accounts: ref.Cached(), Clock: a.now,
 			Streams: gateway.StreamDeps{Market: market, Symbols: ref, Changes: feed, ListenKeys: listenKeys, Bars: bars}},
 		gateway.Application{Commands: commands, Queries: queries})
 	if err != nil {

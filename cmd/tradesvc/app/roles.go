@@ -60,7 +60,8 @@ func (a *App) runExecutor(ctx context.Context) error {
 	exec, err := executor.NewExecutor(executor.ExecutorConfig{Brokers: a.cfg.KafkaBrokers,
 		Group: a.cfg.TopicPrefix + executor.ExecutorGroup, Topic: a.kcfg.Topic(events.TopicCommands().Name),
 		Sarama: a.kcfg.ConsumerConfig(), Port: a.port, Out: appender, Pool: a.pool, Now: a.now, Logger: log,
-		DispatchWindow: a.cfg.DispatchWindow, DeadLetter: a.deadLetters, Observer: a.consumerObserver(consumerExecutor)})
+		DispatchWindow: a.cfg.DispatchWindow, DeadLetter: a.deadLetters, Observer: a.consumerObserver(consumerExecutor),
+		Stage: a.metrics.OrderStage})
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 // writes no change-feed rows (streams and waiters never see history twice).
 func (a *App) tradingProjection(replaying bool) (*projections.Trading, error) {
 	return projections.NewTrading(projections.TradingConfig{Pool: a.rmPool, Replaying: replaying,
-		Logger: a.log.With("projection", projections.TradingName), Committed: a.publishChanges})
+		Logger: a.log.With("projection", projections.TradingName), Committed: a.publishChanges, Stage: a.metrics.OrderStage})
 }
 
 // publishChanges hands a committed transaction's change rows to this process's change feed
@@ -40,7 +40,7 @@ func (a *App) tradingReads() (*projections.TradingReader, *projections.DealsRead
 		return nil, nil, nil, err
 	}
 	feed, err := projections.NewChangeFeed(projections.ChangeFeedConfig{ConnString: a.cfg.PGURL,
-		Logger: a.log.With("role", "gateway", "component", "changefeed")})
+		Logger: a.log.With("role", "gateway", "component", "changefeed"), OnReference: a.invalidateReference})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -65,7 +65,8 @@ func (a *App) commandHandlers(trading *projections.TradingReader, ref *projectio
 		return command.Handlers{}, nil, err
 	}
 	h, err := command.NewHandlers(command.Deps{Records: records, Tags: tags, Log: log, Operations: trading, Orders: trading,
-		Positions: trading, Symbols: ref, Quotes: market, QuoteMaxAge: a.cfg.QuoteMaxAge, Now: a.now})
+		Positions: trading, Symbols: ref, Quotes: market, QuoteMaxAge: a.cfg.QuoteMaxAge, Now: a.now,
+		Stage: a.metrics.OrderStage})
 	return h, records, err
 }
 

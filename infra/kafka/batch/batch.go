@@ -124,6 +124,11 @@ type Positions interface {
 // session ends and the next one starts every partition from the store.
 var ErrResume = errors.New("batch: resume from the stored positions")
 
+// ErrRetrySoon is returned by a handler that needs another consumer to go first (a fact
+// whose command is still on its way): the batch is applied again a few milliseconds later,
+// and the wait counts as no failure.
+var ErrRetrySoon = errors.New("batch: retry soon")
+
 // NoWait is the MaxWait of a consumer that never waits for a batch to fill.
 const NoWait time.Duration = -1
 

@@ -108,6 +108,11 @@ func (g *groupHandler) apply(ctx context.Context, claim sarama.ConsumerGroupClai
 		if ctx.Err() != nil {
 			return false // not marked: the next owner of the partition applies it again
 		}
+		if errors.Is(err, ErrRetrySoon) {
+			sleep(ctx, 5*time.Millisecond)
+			attempt--
+			continue
+		}
 		if errors.Is(err, ErrResume) {
 			g.cfg.Logger.Warn("the stored positions moved: starting again from them", "group", g.cfg.Group,
 				"topic", claim.Topic(), "partition", claim.Partition(), "err", err)
