@@ -161,7 +161,7 @@ func TestAuditTellsEachStoryFromTheLogAndReportsMissingSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"received", "recorded", "appended", "sent", "answered", "filled", "REJECTED code -1000",
-		"mt5RetCode 10009", "tag #BBBBBB (ExecutionSent_v1)", "MISSING", "attempt 1: answered", "INCOMPLETE"} {
+		"mt5RetCode 10009", "tag #BBBBBB (ExecutionSent_v1)", "not sent: refused before sending", "MISSING", "attempt 1: answered", "INCOMPLETE"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}

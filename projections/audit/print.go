@@ -32,7 +32,7 @@ func Steps(s Story) []Step {
 				who = fmt.Sprintf("api key %d from %s, %s %s", a.Who.APIKeyID, a.Who.SourceAddr, a.Who.Method, a.Who.Path)
 			}
 			out = append(out, Step{Name: "received", Attempt: a.Attempt, At: a.Received, Where: "gateway", Detail: who},
-				Step{Name: "recorded", Attempt: a.Attempt, At: a.Recorded, Where: "gateway", Detail: "command event wrapped"})
+				Step{Name: "recorded", Attempt: a.Attempt, At: a.Recorded, Where: orDash(a.RecordedBy), Detail: a.Event})
 			detail := ""
 			if a.Copies > 0 {
 				detail = fmt.Sprintf("appended %d more time(s) by retries", a.Copies)
@@ -43,6 +43,9 @@ func Steps(s Story) []Step {
 		if a.Sent != nil {
 			out = append(out, Step{Name: "sent", Attempt: a.Attempt, At: a.Sent.At, Where: where(a.Sent.Place),
 				Detail: fmt.Sprintf("tag %s (%s)", a.Sent.Tag, a.Sent.Source), Applied: a.Sent.Place.Applied})
+		} else if n := len(a.Answers); n > 0 && refusedUnsent(a.Answers[n-1]) {
+			out = append(out, Step{Name: "sent", Attempt: a.Attempt, Where: "executor",
+				Detail: "not sent: refused before sending (the dispatch window passed)"})
 		}
 		for _, ans := range a.Answers {
 			out = append(out, Step{Name: "answered", Attempt: a.Attempt, At: ans.At, Where: where(ans.Place),
@@ -102,20 +105,21 @@ func stamp(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
-// WriteTable prints stories for people: a header per operation, its steps, what the read
-// model shows, and what is missing.
+// WriteTable prints stories for people: a header line per operation, then its steps, what
+// the read model shows, and what is missing.
 func WriteTable(w io.Writer, stories []Story) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for i, s := range stories {
 		if i > 0 {
-			fmt.Fprintln(tw)
+			fmt.Fprintln(w)
 		}
 		state := "complete"
 		if !s.Complete {
 			state = "INCOMPLETE"
 		}
-		fmt.Fprintf(tw, "operation %s\tlogin %d\t%s %s %s %s %s\tclientOrderId %s\ttag %s\t%s\n", s.OperationID, s.Login,
-			s.Kind, s.Side, s.Type, s.Volume, s.Symbol, s.ClientOrderID, s.Tag, state)
+		what := strings.Join(strings.Fields(strings.Join([]string{s.Kind, s.Side, s.Type, s.Volume, s.Symbol}, " ")), " ")
+		fmt.Fprintf(w, "operation %s: %s (login %d, clientOrderId %s, tag %s) — %s\n", s.OperationID, what, s.Login,
+			orDash(s.ClientOrderID), orDash(s.Tag), state)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  step\tattempt\ttime (UTC)\twhere\tdetail\tapplied")
 		for _, st := range Steps(s) {
 			att := "-"
@@ -134,8 +138,11 @@ func WriteTable(w io.Writer, stories []Story) error {
 		if len(s.Legs) > 0 {
 			fmt.Fprintf(tw, "  legs\t\t\t\t%s\t\n", strings.Join(s.Legs, ", "))
 		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
-	return tw.Flush()
+	return nil
 }
 
 func appliedText(a *bool) string {

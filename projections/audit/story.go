@@ -75,12 +75,15 @@ type Attempt struct {
 	// Received is when the gateway received the request; Recorded when it wrapped the
 	// command for the log (the envelope's occurredAt); Appended where the log holds it
 	// (the first copy; Copies counts copies a retry of a failed append wrote again).
-	Received int64    `json:"received,omitempty"`
-	Recorded int64    `json:"recorded,omitempty"`
-	Appended *Place   `json:"appended,omitempty"`
-	Copies   int      `json:"copies,omitempty"`
-	Sent     *Sent    `json:"sent,omitempty"`
-	Answers  []Answer `json:"answers"`
+	Received int64 `json:"received,omitempty"`
+	Recorded int64 `json:"recorded,omitempty"`
+	// Event is the command's event type, RecordedBy the component that appended it.
+	Event      string   `json:"event,omitempty"`
+	RecordedBy string   `json:"recordedBy,omitempty"`
+	Appended   *Place   `json:"appended,omitempty"`
+	Copies     int      `json:"copies,omitempty"`
+	Sent       *Sent    `json:"sent,omitempty"`
+	Answers    []Answer `json:"answers"`
 }
 
 // Sent is the executor handing the attempt to the trade server.
@@ -256,6 +259,7 @@ func (s *Story) addCommand(r Record) {
 	}
 	a.Who = &Who{APIKeyID: req.APIKeyID, SourceAddr: req.SourceAddr, Method: req.Method, Path: req.Path, Params: req.Params}
 	a.Received, a.Recorded = req.ReceivedAt, r.Envelope.OccurredAt
+	a.Event, a.RecordedBy = r.Envelope.Type, r.Envelope.Producer
 	p := r.Place
 	a.Appended = &p
 }
