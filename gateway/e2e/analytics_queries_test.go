@@ -123,7 +123,7 @@ func checkPnLYesterday(t *testing.T, x *analytics, rows []map[string]string) {
 	if len(want) == 0 && chDay(t, x, "today()") == x.day0 {
 		t.Fatalf("no deals on %s: the scenario trades yesterday first", day)
 	}
-	wantTable(t, rows, []string{"login", "currency", "deals", "volume", "profit", "commission", "swap", "net"}, want)
+	wantTable(t, rows, []string{"login", "currency", "deals", "lots", "gross_profit", "commissions", "swaps", "net_result"}, want)
 }
 
 // By server day: the server's offset shifts deals across midnight; the night's swaps show
@@ -135,10 +135,10 @@ func checkPnLServerDays(t *testing.T, x *analytics, rows []map[string]string) {
 				'YYYY-MM-DD') AS day, d.login, a.currency, d.swap, d.profit + d.commission + d.swap AS net
 			FROM rm.deals d JOIN rm.accounts a USING (login) CROSS JOIN rm.server s WHERE d.action IN (0, 1)) q
 		WHERE day >= $1 GROUP BY day, login, currency ORDER BY day, login, currency`, since)
-	wantTable(t, rows, []string{"server_day", "login", "currency", "deals", "swap", "net"}, want)
+	wantTable(t, rows, []string{"server_day", "login", "currency", "deals", "swaps", "net_result"}, want)
 	swapped := false
 	for _, r := range rows {
-		if r["login"] == "1001" && cmpDec(r["swap"], "0") < 0 {
+		if r["login"] == "1001" && cmpDec(r["swaps"], "0") < 0 {
 			swapped = true
 		}
 	}
@@ -328,7 +328,7 @@ func checkOpenPositions(t *testing.T, x *analytics, rows []map[string]string) {
 	if len(want) == 0 {
 		t.Fatal("no open position in the read model: the scenario leaves some")
 	}
-	wantTable(t, rows, []string{"login", "position_id", "symbol", "open_volume"}, want)
+	wantTable(t, rows, []string{"login", "position_id", "position_symbol", "open_volume"}, want)
 }
 
 func checkVolumePerGroup(t *testing.T, x *analytics, rows []map[string]string) {
