@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -163,7 +164,9 @@ func TestExecutionQualityRowsFromEitherShapeOfTheLog(t *testing.T) {
 	out := &events.ExecutionOutcome{OperationID: "op-new", Login: 1001, Tag: "#AAAAA1", Attempt: 1, Status: "FILLED",
 		Retcode: 10009, OrderID: 401, DealID: 501, Position: 401, Price: ptrDec("60015.02"), Volume: ptrDec("0.02"),
 		DecidedAt: t0 + 30, SentAt: t0 + 10, Facts: &events.ExecutionFacts{Deals: []events.DealAdded{deal}}}
-	first := []batch.Message{cmd, e.msg(out, t0+31, 1)}
+	// A record the projection does not accept reaches it undecoded (nil Event): it is skipped.
+	first := []batch.Message{cmd, {Topic: "t", Offset: 999, Envelope: events.Envelope{Type: "PositionChanged_v1"}},
+		e.msg(out, t0+31, 1)}
 	e.apply(first...)
 	row := e.row(1001, "#AAAAA1")
 	want(t, row, "operation_id", "op-new", "recorded", "1", "decided", "1", "kind", "PLACE_ORDER", "client_order_id", "c-op-new",
@@ -293,6 +296,21 @@ func TestExecutionQualityFollowsFillsRefusalsAndPendingOrders(t *testing.T) {
 		Attempt: 1, Status: "FILLED", Retcode: 10009, Price: ptrDec("150.012"), Volume: ptrDec("1"), DecidedAt: t0 + 8},
 		t0+9, 1))
 	want(t, e.row(1001, "#BBBBB7"), "slippage_points", "2.0000", "slippage", "NULL", "currency", "USD")
+
+	// An outcome that carries its command, read before the command's own record: the row is
+	// recorded at once; the record gives the time it was queued.
+	emb := eqMarket(1001, "op-emb", "#BBBBB8", "BUY", "0.01", t0)
+	raw, err := json.Marshal(emb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(e.msg(&events.ExecutionOutcome{OperationID: "op-emb", Login: 1001, Tag: "#BBBBB8", Attempt: 1, Status: "FILLED",
+		Retcode: 10009, Price: ptrDec("60015.00"), Volume: ptrDec("0.01"), DecidedAt: t0 + 8, SentAt: t0 + 3,
+		CommandType: emb.EventType(), Command: raw}, t0+9, 1))
+	want(t, e.row(1001, "#BBBBB8"), "recorded", "1", "kind", "PLACE_ORDER", "client_order_id", "c-op-emb", "queued_ms", "0",
+		"status", "FILLED", "slippage_points", "0.0000", "latency_answer_ms", "8")
+	apply(e.msg(emb, t0+1, 1))
+	want(t, e.row(1001, "#BBBBB8"), "queued_ms", fmt.Sprint(t0+2), "version", "2")
 
 	// A rebuild: empty the table, apply every message again in reverse order, one at a time.
 	live := e.dump()

@@ -121,6 +121,9 @@ type execFact struct {
 // execFacts reads what a message says about operations; nothing for events the table does
 // not use (sweeps, market data, account changes, deals that are no trade or carry no tag).
 func execFacts(m batch.Message) []execFact {
+	if m.Event == nil {
+		return nil // a type this build does not know, or one the projection does not accept
+	}
 	switch e := m.Event.(type) {
 	case *events.ExecutionOutcome:
 		return outcomeFacts(e)
@@ -170,7 +173,22 @@ func outcomeFacts(e *events.ExecutionOutcome) []execFact {
 			}
 		}
 	}
+	// The outcome carries the command it decides (logs written since it does): the row has
+	// its request even while the command topic's consumer lags; when the command's own
+	// record is read, it gives the time it was queued.
+	var req *taggedRequest
+	if e.CommandType != "" {
+		if cmd, err := events.Decode(events.Envelope{Type: e.CommandType, Payload: e.Command}); err == nil {
+			if r, ok := requestOf(batch.Message{Event: cmd}); ok {
+				r.r.QueuedAt = 0
+				req = &r
+			}
+		}
+	}
 	return []execFact{{key, func(st *execState) {
+		if req != nil {
+			st.mergeRequest(req.id, req.r)
+		}
 		st.mergeOutcome(e.OperationID, o)
 		for _, d := range deals {
 			st.mergeDeal(d)
@@ -231,13 +249,14 @@ func orderOf(o *events.OrderChanged) execOrder {
 }
 
 // mergeRequest keeps the newest attempt's command; copies of the same attempt (a retry that
-// re-appended it) keep the earliest time it was queued.
+// re-appended it, the copy an outcome carries) keep the earliest time it was queued (0: not
+// known yet, the command's own record not read).
 func (st *execState) mergeRequest(id string, r execRequest) {
 	st.OperationID = id
 	switch {
 	case st.Request == nil || r.Attempt > st.Request.Attempt:
 		st.Request = &r
-	case r.Attempt == st.Request.Attempt && r.QueuedAt > 0 && r.QueuedAt < st.Request.QueuedAt:
+	case r.Attempt == st.Request.Attempt && r.QueuedAt > 0 && (st.Request.QueuedAt == 0 || r.QueuedAt < st.Request.QueuedAt):
 		st.Request.QueuedAt = r.QueuedAt
 	}
 }

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -204,11 +205,23 @@ func (x *analytics) fillPrice(t *testing.T, o *knownOrder) string {
 	return r[0][0]
 }
 
+// executedOf is the volume an order shows filled: executedVolume, or for a pending order
+// (which shows what remains) its volume less the remaining volume.
+func executedOf(f map[string]json.RawMessage) string {
+	if v := str(f, "executedVolume"); v != "" {
+		return v
+	}
+	if rem := str(f, "remainingVolume"); rem != "" && str(f, "volume") != "" {
+		return dec.String(dec.Sub(dec.MustParse(str(f, "volume")), dec.MustParse(rem)))
+	}
+	return "0"
+}
+
 // expectedSlippage is the slippage of o's fill against its arrival price, in points and in
 // the account's currency, from what the API answered (nil: none expected).
 func (x *analytics) expectedSlippage(t *testing.T, o *knownOrder, specs map[string]tickSpec) (points, money string, ok bool) {
-	executed := str(o.final, "executedVolume")
-	if o.arrival == "" || executed == "" || cmpDec(executed, "0") == 0 {
+	executed := executedOf(o.final)
+	if o.arrival == "" || cmpDec(executed, "0") == 0 {
 		return "", "", false
 	}
 	diff := dec.Sub(dec.MustParse(x.fillPrice(t, o)), dec.MustParse(o.arrival))
@@ -236,10 +249,7 @@ func (x *analytics) checkRow(t *testing.T, o *knownOrder, r map[string]string, s
 	if _, ok := f["mt5RetCode"]; ok {
 		apiRet = itoa(num(f, "mt5RetCode"))
 	}
-	executed := str(f, "executedVolume")
-	if executed == "" {
-		executed = "0"
-	}
+	executed := executedOf(f)
 	if r["status"] != str(f, "status") || r["code"] != apiCode || r["retcode"] != apiRet || !sameNum(r["executed"], executed) {
 		t.Errorf("%s: row %v, API %s", o.coid, r, mustJSON(f))
 	}
