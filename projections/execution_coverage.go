@@ -14,7 +14,9 @@ var execEvents = []string{"OrderRequested_v1", "OrderModifyRequested_v1", "Order
 	"DealAdded_v1", "OrderChanged_v1"}
 
 // Accepts implements Accepting: the other types of the three topics are not even decoded.
-func (p *ExecutionQuality) Accepts(eventType string) bool { return slices.Contains(execEvents, eventType) }
+func (p *ExecutionQuality) Accepts(eventType string) bool {
+	return slices.Contains(execEvents, eventType)
+}
 
 // ExecutionQualityCoverage is what projection.clickhouse.execution dispatches on: a sweep is
 // not sent itself (its legs are closes with rows of their own); positions and balances carry
