@@ -126,6 +126,15 @@ type projectionFunc struct {
 
 func (f projectionFunc) Topics() []events.Topic { return f.topics.Topics() }
 
+// Accepts passes on what the wrapped projection applies (everything when it does not say),
+// so a rebuild decodes no more than the live projection does.
+func (f projectionFunc) Accepts(eventType string) bool {
+	if a, ok := f.topics.(Accepting); ok {
+		return a.Accepts(eventType)
+	}
+	return true
+}
+
 func (f projectionFunc) Apply(ctx context.Context, msgs []batch.Message) error {
 	return f.apply(ctx, msgs)
 }
