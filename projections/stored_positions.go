@@ -2,7 +2,6 @@ package projections
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -167,6 +166,3 @@ func groupPositions(src Source, group string, topics []events.Topic) (LogPositio
 	}
 	return pos, nil
 }
-
-// ErrNoPositions is returned when a projection has applied nothing that its positions show.
-var ErrNoPositions = errors.New("the projection has stored no log positions")

@@ -47,11 +47,11 @@ func Audit(ctx context.Context, cfg config.Config, q audit.Query) (AuditResult, 
 		defer pool.Close()
 	}
 	src := projections.Source{Brokers: cfg.KafkaBrokers, TopicPrefix: cfg.TopicPrefix, Sarama: kcfg.ConsumerConfig()}
-	var q2 projections.PositionsQuerier
+	var stored projections.PositionsQuerier // nil without Postgres: the consumer group's offsets
 	if pool != nil {
-		q2 = pool
+		stored = pool
 	}
-	pos, from, err := projections.StoredPositions(ctx, src, q2, projections.TradingName, (&projections.Trading{}).Topics())
+	pos, from, err := projections.StoredPositions(ctx, src, stored, projections.TradingName, (&projections.Trading{}).Topics())
 	if err != nil {
 		res.PositionsError, pos = err.Error(), nil
 	}
