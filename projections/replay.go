@@ -36,11 +36,27 @@ func Replay(ctx context.Context, src Source, name string, p Projection) (int, er
 	if err := r.Reset(ctx); err != nil {
 		return 0, fmt.Errorf("reset %s: %w", name, err)
 	}
+	return replayTo(ctx, src, name, "replay", p, targets)
+}
+
+// ReplayUpTo applies to p, which the caller has emptied (a scratch read model), every
+// message of its topics before targets and nothing after: the state of a projection that
+// stopped at those positions (`tradesvc replay --verify` rebuilds the positions the live
+// projection stored). It consumes under a throw-away consumer group, as Replay does, and
+// returns how many events were applied.
+func ReplayUpTo(ctx context.Context, src Source, name string, p Projection, targets LogPositions) (int, error) {
+	return replayTo(ctx, src, name, "verify", p, targets)
+}
+
+// replayTo consumes p's topics under the group <name>.<purpose>.<now> and applies every
+// message below its partition's target, until each partition reached its target; the
+// group is deleted afterwards.
+func replayTo(ctx context.Context, src Source, name, purpose string, p Projection, targets LogPositions) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
 	applied := 0
-	reached := map[string]int64{}
+	reached := LogPositions{}
 	done := func() bool {
 		for tp, end := range targets {
 			if reached[tp] < end {
@@ -52,17 +68,26 @@ func Replay(ctx context.Context, src Source, name string, p Projection) (int, er
 	if done() {
 		return 0, nil
 	}
-	replayName := fmt.Sprintf("%s.replay.%d", name, time.Now().UnixNano())
-	err = Run(ctx, src, replayName, projectionFunc{topics: p, apply: func(ctx context.Context, msgs []batch.Message) error {
-		if err := p.Apply(ctx, msgs); err != nil {
-			return err
+	replayName := fmt.Sprintf("%s.%s.%d", name, purpose, time.Now().UnixNano())
+	defer deleteGroup(src, src.TopicPrefix+replayName)
+	err := Run(ctx, src, replayName, projectionFunc{topics: p, apply: func(ctx context.Context, msgs []batch.Message) error {
+		within := msgs[:0:0]
+		for _, m := range msgs {
+			if m.Offset < targets[TopicPartition{m.Topic, m.Partition}] {
+				within = append(within, m)
+			}
+		}
+		if len(within) > 0 {
+			if err := p.Apply(ctx, within); err != nil {
+				return err
+			}
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		applied += len(msgs)
+		applied += len(within)
 		for _, m := range msgs {
-			key := fmt.Sprintf("%s/%d", m.Topic, m.Partition)
-			reached[key] = max(reached[key], m.Offset+1)
+			tp := TopicPartition{m.Topic, m.Partition}
+			reached[tp] = max(reached[tp], m.Offset+1)
 		}
 		if done() {
 			cancel()
@@ -80,6 +105,20 @@ func Replay(ctx context.Context, src Source, name string, p Projection) (int, er
 	return applied, nil
 }
 
+// deleteGroup removes a throw-away consumer group once its consumer has stopped (best
+// effort: a group left behind only takes a little room on the broker).
+func deleteGroup(src Source, group string) {
+	admin, err := sarama.NewClusterAdmin(src.Brokers, src.Sarama)
+	if err != nil {
+		src.Logger.Warn("delete a replay's consumer group", "group", group, "err", err)
+		return
+	}
+	defer admin.Close()
+	if err := admin.DeleteConsumerGroup(group); err != nil {
+		src.Logger.Warn("delete a replay's consumer group", "group", group, "err", err)
+	}
+}
+
 type projectionFunc struct {
 	topics Projection
 	apply  func(ctx context.Context, msgs []batch.Message) error
@@ -87,18 +126,27 @@ type projectionFunc struct {
 
 func (f projectionFunc) Topics() []events.Topic { return f.topics.Topics() }
 
+// Accepts passes on what the wrapped projection applies (everything when it does not say),
+// so a rebuild decodes no more than the live projection does.
+func (f projectionFunc) Accepts(eventType string) bool {
+	if a, ok := f.topics.(Accepting); ok {
+		return a.Accepts(eventType)
+	}
+	return true
+}
+
 func (f projectionFunc) Apply(ctx context.Context, msgs []batch.Message) error {
 	return f.apply(ctx, msgs)
 }
 
-// endOffsets returns, per "topic/partition", the offset just past the last message now.
-func endOffsets(src Source, p Projection) (map[string]int64, error) {
+// endOffsets returns, per partition, the offset just past the last message now.
+func endOffsets(src Source, p Projection) (LogPositions, error) {
 	client, err := sarama.NewClient(src.Brokers, src.Sarama)
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
 	defer client.Close()
-	out := map[string]int64{}
+	out := LogPositions{}
 	for _, t := range p.Topics() {
 		topic := src.TopicPrefix + t.Name
 		parts, err := client.Partitions(topic)
@@ -115,7 +163,7 @@ func endOffsets(src Source, p Projection) (map[string]int64, error) {
 				return nil, fmt.Errorf("replay: start of %s/%d: %w", topic, part, err)
 			}
 			if end > start {
-				out[fmt.Sprintf("%s/%d", topic, part)] = end
+				out[TopicPartition{topic, part}] = end
 			}
 		}
 	}

@@ -28,6 +28,10 @@ commands:
   admin trading --on | --off                       the trading switch (-1017 while off)
   sim quote|feed|deposit|account|fault|logins ...  drive the trade-server simulator
   replay --projection NAME                         rebuild one read model from the Kafka log
+  replay --verify                                  rebuild the trading read models into a scratch database and
+                                                   compare them with the live ones row for row (exit 1 on a difference)
+  audit --login L --client-order-id ID [--json]    an operation's story from the Kafka log (also --order T,
+                                                   --position T, or --from T [--to T] [--login L])
   dlq list [--all] | dlq replay [--projection NAME] events parked in dead-letter topics; re-apply them
   call METHOD PATH [name=value ...]                one REST request with the key of .run/env, signed when needed
   bench result|ack|sustain|overload [flags]        load generator: latency, acceptance to FILLED, the floor
@@ -66,6 +70,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return simCommand(ctx, rest, stdout, stderr)
 	case "replay":
 		err = replay(ctx, rest, stdout, stderr)
+	case "audit":
+		err = auditCommand(ctx, rest, stdout, stderr)
 	case "dlq":
 		err = dlqCommand(ctx, rest, stdout, stderr)
 	case "call":

@@ -36,6 +36,7 @@ func TestTrading(t *testing.T) {
 	t.Run("trade server faults", func(t *testing.T) { testTradeFaults(t, e, tr) })
 	t.Run("known shortfalls of the trade server", func(t *testing.T) { testShortfalls(t, e, tr) })
 	t.Run("1000 concurrent retries make one trade", func(t *testing.T) { testConcurrentRetries(t, e, tr) })
+	t.Run("the read models rebuilt from the log equal the live ones", func(t *testing.T) { testReplayVerify(t, e) })
 }
 
 func testMarketResult(t *testing.T, e *env, tr *trader) {

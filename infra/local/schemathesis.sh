@@ -3,6 +3,8 @@
 # installed into .run/venv-schemathesis) runs `--checks all` over every operation of docs/openapi.yaml against a
 # `tradesvc serve` of its own on the test-profile services, with the hooks of infra/local/schemathesis/hooks.py
 # (API key, signatures of USER_DATA / TRADE calls). Prints how many cases it generated; fails on any failure.
+# Then, over what the run traded, `tradesvc replay --verify` (fails on any difference between the rebuilt and the live
+# trading read models) and `tradesvc audit` (the story of every operation of the run, counted).
 #
 # The service is isolated like an end-to-end test: its own Postgres and ClickHouse databases, topic prefix, run
 # directory under /tmp and free loopback ports. Whatever happens, the service is stopped and the databases and topics
@@ -140,6 +142,7 @@ wait_until 90 "the service to be ready" ready || { tail -n 40 "$SVC_LOG" >&2; di
 # --- the run ----------------------------------------------------------------------------------------------------------
 REPORT=$OUT/report
 rm -rf "$REPORT"
+RUN_START_MS=$(date +%s%3N)
 log "schemathesis run docs/openapi.yaml --checks all --max-examples $MAX_EXAMPLES --workers $WORKERS ${SCHEMATHESIS_ARGS:-}"
 t0=$SECONDS
 set +e
@@ -156,3 +159,31 @@ ops=$(grep -oE 'Tested: [0-9]+' "$OUT/schemathesis.log" | tail -n1 | grep -oE '[
 echo "schemathesis: $cases cases generated over $ops operations in ${elapsed}s (log .run/test/schemathesis/schemathesis.log)"
 ((rc == 0)) || die "schemathesis found failures (exit $rc): docs/openapi.yaml and the service disagree"
 ((cases > 0)) || die "schemathesis generated no case"
+
+# --- the log, as an auditor reads it ------------------------------------------------------------------------------
+# Everything schemathesis traded is in the log. `tradesvc replay --verify` rebuilds the trading read models from it into
+# a scratch database, up to the positions the live projection stored, and compares them with the live ones row for row
+# (exit 1 on any difference, each printed); `tradesvc audit` tells the story of every operation of the run.
+log "tradesvc replay --verify over what schemathesis traded"
+if ! "$BIN" replay --verify >"$OUT/replay-verify.json" 2>"$OUT/replay-verify.err"; then
+  cat "$OUT/replay-verify.err" >&2
+  die "replay --verify: the read models rebuilt from the log differ from the live ones (.run/test/schemathesis/replay-verify.json)"
+fi
+python3 - "$OUT/replay-verify.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["equal"] and r["eventsApplied"] > 0, r
+print("replay --verify: equal after %d events (%s)" % (r["eventsApplied"],
+      ", ".join("%s %d rows" % (t["table"], t["live"]) for t in r["tables"])))
+PY
+log "tradesvc audit --from <the run's start> --json"
+"$BIN" audit --from "$RUN_START_MS" --json >"$OUT/audit.jsonl" 2>"$OUT/audit.err" || true
+python3 - "$OUT/audit.jsonl" "$OUT/audit.err" <<'PY'
+import json, sys
+stories = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+if not stories:
+    sys.exit("audit told no story: " + open(sys.argv[2]).read())
+incomplete = [s["operationId"] for s in stories if not s["complete"]]
+print("audit: %d operations told from the log, %d complete, %d with missing steps (.run/test/schemathesis/audit.jsonl)"
+      % (len(stories), len(stories) - len(incomplete), len(incomplete)))
+PY

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make test` (and so `.ci/run`): a check that no tracked file is over 1 MiB, its own Kafka/Postgres/ClickHouse
 # (test profile: .run/test/, ports 2xxxx), go vet, the whole suite with the race detector against them, a check
-# that no test was skipped, the REST contract (schemathesis --checks all against a running service,
-# infra/local/schemathesis.sh), the AsyncAPI document parsed (infra/local/asyncapi.sh), then a short run of every
+# that no test was skipped, the REST contract (schemathesis --checks all against a running service, then
+# `tradesvc replay --verify` and `tradesvc audit` over what it traded: infra/local/schemathesis.sh), the AsyncAPI
+# document parsed (infra/local/asyncapi.sh), then a short run of every
 # fuzz target. The services are stopped at the end whatever happens.
 #
 #   GO_TEST_P       packages tested in parallel (default 2: the machines have 2 cores)
@@ -83,7 +84,7 @@ grep -E '^[[:space:]]*--- (PASS|FAIL|SKIP)' "$FAULTS_LOG" || true
 ((fpassed > 0)) || die "the fault step ran no test"
 passed=$((passed + fpassed))
 
-log "REST contract: schemathesis --checks all over docs/openapi.yaml against a running service"
+log "REST contract: schemathesis --checks all over docs/openapi.yaml against a running service; replay --verify and audit over what it traded"
 "$HERE/schemathesis.sh"
 
 log "AsyncAPI contract: docs/asyncapi.yaml parses"

@@ -9,12 +9,13 @@ import (
 	"tradesvc/events/trading"
 	"tradesvc/gateway"
 	"tradesvc/projections"
+	"tradesvc/projections/audit"
 )
 
 // coverages are every place that dispatches on event types or operation kinds.
 func coverages() []trading.Coverage {
 	return []trading.Coverage{executor.Coverage(), projections.TradingCoverage(), command.Handlers{}.Coverage(),
-		gateway.RenderCoverage(), trading.DeriveCoverage()}
+		gateway.RenderCoverage(), trading.DeriveCoverage(), projections.ExecutionQualityCoverage(), audit.Coverage()}
 }
 
 // Every event type of the catalogue and every operation kind is handled or ignored on purpose

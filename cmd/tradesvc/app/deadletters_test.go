@@ -42,7 +42,7 @@ func publishRaw(t *testing.T, svc *apptest.Service, topic events.Topic, key stri
 }
 
 // A message on the trades topic that is no event at all is parked by each projection that
-// reads the topic, with its key, bytes, source position and error, in the topic's
+// reads the topic (the trading read models, the deal history, execution quality), with its key, bytes, source position and error, in the topic's
 // dead-letter topic; /readyz counts it; the projections go on (a deposit made after it
 // reaches the read models). Replaying it fails (still undecodable) and leaves it parked.
 func TestUndecodableMessageIsParkedAndTheProjectionsGoOn(t *testing.T) {
@@ -52,10 +52,10 @@ func TestUndecodableMessageIsParkedAndTheProjectionsGoOn(t *testing.T) {
 	publishRaw(t, svc, events.TopicTrades(), "1001", []byte("this is not an event"))
 
 	var dls []app.DeadLetter
-	apptest.Eventually(t, 60*time.Second, "both trades projections to park the message", func() bool {
+	apptest.Eventually(t, 60*time.Second, "the three trades projections to park the message", func() bool {
 		var err error
 		dls, err = listDeadLetters(t, svc)
-		return err == nil && len(dls) == 2
+		return err == nil && len(dls) == 3
 	})
 	consumers := map[string]bool{}
 	for _, dl := range dls {
@@ -66,8 +66,9 @@ func TestUndecodableMessageIsParkedAndTheProjectionsGoOn(t *testing.T) {
 			t.Errorf("dead letter %+v", dl)
 		}
 	}
-	if !consumers[projections.TradingName] || !consumers[projections.DealHistoryName] {
-		t.Errorf("parked by %v, want %s and %s", consumers, projections.TradingName, projections.DealHistoryName)
+	if !consumers[projections.TradingName] || !consumers[projections.DealHistoryName] || !consumers[projections.ExecutionQualityName] {
+		t.Errorf("parked by %v, want %s, %s and %s", consumers, projections.TradingName, projections.DealHistoryName,
+			projections.ExecutionQualityName)
 	}
 
 	// The projections went on: a balance change after the poison message is applied.
@@ -86,8 +87,8 @@ func TestUndecodableMessageIsParkedAndTheProjectionsGoOn(t *testing.T) {
 
 	// /readyz shows what was parked, per projection.
 	r := svc.App.Health().Report()
-	if !strings.Contains(string(mustJSON(t, r.Roles["projector"].Details)), `"parked":2`) {
-		t.Errorf("/readyz projector details do not count the 2 parked messages: %s", mustJSON(t, r.Roles["projector"].Details))
+	if !strings.Contains(string(mustJSON(t, r.Roles["projector"].Details)), `"parked":3`) {
+		t.Errorf("/readyz projector details do not count the 3 parked messages: %s", mustJSON(t, r.Roles["projector"].Details))
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -96,10 +97,10 @@ func TestUndecodableMessageIsParkedAndTheProjectionsGoOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Failed) != 2 || len(res.Replayed) != 0 || !strings.Contains(res.Failed[0].ReplayError, "still undecodable") {
+	if len(res.Failed) != 3 || len(res.Replayed) != 0 || !strings.Contains(res.Failed[0].ReplayError, "still undecodable") {
 		t.Errorf("replay of undecodable messages: %+v", res)
 	}
-	if dls, err := listDeadLetters(t, svc); err != nil || len(dls) != 2 {
-		t.Errorf("after a failed replay %d pending (%v), want both still parked", len(dls), err)
+	if dls, err := listDeadLetters(t, svc); err != nil || len(dls) != 3 {
+		t.Errorf("after a failed replay %d pending (%v), want all three still parked", len(dls), err)
 	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 var projectionNames = []string{projections.ReferenceName, projections.MarketHistoryName, projections.DealHistoryName,
-	projections.TradingName}
+	projections.TradingName, projections.ExecutionQualityName, projections.AccountDimensionName}
 
 // ProjectionNames lists the projections `tradesvc replay` can rebuild.
 func ProjectionNames() string { return strings.Join(projectionNames, ", ") }

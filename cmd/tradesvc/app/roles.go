@@ -110,11 +110,21 @@ func (a *App) projectionSet(onReferenceChange func()) (map[string]projections.Pr
 	if err != nil {
 		return nil, err
 	}
+	execution, err := projections.NewExecutionQuality(a.ch, a.rmPool, a.log.With("projection", projections.ExecutionQualityName))
+	if err != nil {
+		return nil, err
+	}
+	accounts, err := projections.NewAccountDimension(a.ch)
+	if err != nil {
+		return nil, err
+	}
 	return map[string]projections.Projection{
-		projections.ReferenceName:     ref,
-		projections.MarketHistoryName: market,
-		projections.DealHistoryName:   deals,
-		projections.TradingName:       trading,
+		projections.ReferenceName:        ref,
+		projections.MarketHistoryName:    market,
+		projections.DealHistoryName:      deals,
+		projections.TradingName:          trading,
+		projections.ExecutionQualityName: execution,
+		projections.AccountDimensionName: accounts,
 	}, nil
 }
 

@@ -27,6 +27,9 @@ type Message struct {
 	Topic     string
 	Partition int32
 	Offset    int64
+	// Timestamp is the record's Kafka timestamp: when the producer appended it (CreateTime),
+	// the moment an event became durable in the log to the millisecond.
+	Timestamp time.Time
 	Envelope  events.Envelope
 	// Event is the decoded payload, nil when this build does not know the type (skip it).
 	Event events.Event
@@ -368,7 +371,7 @@ func decodeAccepted(m *sarama.ConsumerMessage, accept func(string) bool) (Messag
 // Decode reads one message as a consumer does: its envelope and, when this build knows the
 // type, its event (`tradesvc dlq replay` decodes parked messages with it).
 func Decode(m *sarama.ConsumerMessage) (Message, error) {
-	msg := Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, raw: m}
+	msg := Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Timestamp: m.Timestamp, raw: m}
 	env, err := events.UnmarshalEnvelope(m.Value)
 	if err != nil {
 		return msg, fmt.Errorf("not an event envelope: %w", err)

@@ -1,0 +1,224 @@
+package projections
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"tradesvc/events"
+	"tradesvc/infra/kafka/batch"
+)
+
+// ExecutionQualityName is the consumer group of the ClickHouse execution-quality projection.
+const ExecutionQualityName = "projection.clickhouse.execution"
+
+// ExecutionQuality writes execution_quality, one row per operation the executor sends: what
+// was asked, against which quote, what the trade server answered, what filled at which price
+// and slippage, and when each step happened (docs/analytics.md). It reads the three trading
+// topics; a row is rewritten whole, versioned, whenever a fact about its operation arrives
+// (execution_state.go), so a fill that completes hours after the answer updates it.
+//
+// Batches are applied one at a time (each reads the rows it touches and writes their new
+// versions): the commands, executions and trades of one operation are consumed concurrently
+// and must not overwrite each other's merge.
+type ExecutionQuality struct {
+	conn driver.Conn
+	ref  *execReference
+	log  *slog.Logger
+	now  func() time.Time
+
+	mu sync.Mutex
+}
+
+// NewExecutionQuality builds the projection: rows go to conn, reference data (symbols'
+// tick values, accounts' currencies) comes from the reference read models on refPool.
+func NewExecutionQuality(conn driver.Conn, refPool *pgxpool.Pool, log *slog.Logger) (*ExecutionQuality, error) {
+	var errs []error
+	if conn == nil {
+		errs = append(errs, errors.New("projections: execution quality needs a ClickHouse connection"))
+	}
+	if refPool == nil {
+		errs = append(errs, errors.New("projections: execution quality needs the reference read models' pool"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &ExecutionQuality{conn: conn, ref: newExecReference(refPool), log: log, now: time.Now}, nil
+}
+
+// Topics the projection reads.
+func (p *ExecutionQuality) Topics() []events.Topic {
+	return []events.Topic{events.TopicCommands(), events.TopicExecutions(), events.TopicTrades()}
+}
+
+// MaxWait implements Batching: a second of events per insert, like the other ClickHouse tables.
+func (p *ExecutionQuality) MaxWait() time.Duration { return clickhouseBatchWait }
+
+// Apply merges the batch's facts into the rows of their operations and writes the rows that
+// changed, in one insert.
+func (p *ExecutionQuality) Apply(ctx context.Context, msgs []batch.Message) error {
+	var facts []execFact
+	for _, m := range msgs {
+		facts = append(facts, execFacts(m)...)
+	}
+	if len(facts) == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var keys []execKey
+	seen := map[execKey]bool{}
+	for _, f := range facts {
+		if !seen[f.key] {
+			seen[f.key] = true
+			keys = append(keys, f.key)
+		}
+	}
+	stored, err := p.load(ctx, keys)
+	if err != nil {
+		return err
+	}
+	states := make(map[execKey]*execState, len(keys))
+	for _, k := range keys {
+		st := &execState{}
+		if row, ok := stored[k]; ok {
+			if err := json.Unmarshal([]byte(row.State), st); err != nil {
+				return fmt.Errorf("execution quality: the stored state of %d/%s: %w", k.Login, k.Tag, err)
+			}
+		}
+		states[k] = st
+	}
+	for _, f := range facts {
+		f.merge(states[f.key])
+	}
+	var symbols []string
+	var logins []int64
+	for k, st := range states {
+		logins = append(logins, k.Login)
+		if st.Request != nil {
+			symbols = append(symbols, st.Request.Symbol)
+		}
+	}
+	if err := p.ref.load(ctx, symbols, logins, p.now()); err != nil {
+		return err
+	}
+	var changed []execRow
+	for _, k := range keys {
+		st := states[k]
+		symbol := ""
+		if st.Request != nil {
+			symbol = st.Request.Symbol
+		}
+		row, err := deriveRow(k, st, p.ref.get(symbol, k.Login))
+		if err != nil {
+			return err
+		}
+		row.Version = 1
+		if old, ok := stored[k]; ok {
+			if sameRow(old, row) {
+				continue
+			}
+			row.Version = old.Version + 1
+		}
+		changed = append(changed, row)
+	}
+	return p.insert(ctx, changed)
+}
+
+// execLoadChunk bounds the keys of one read (the query text stays well under ClickHouse's
+// 256 KiB limit).
+const execLoadChunk = 500
+
+// load reads the current rows of keys (FINAL: the newest version of each).
+func (p *ExecutionQuality) load(ctx context.Context, keys []execKey) (map[execKey]execRow, error) {
+	out := make(map[execKey]execRow, len(keys))
+	cols := make([]string, len(execColumns))
+	for i, c := range execColumns {
+		cols[i] = c
+		if execDecimalColumns[c] {
+			cols[i] = "toString(" + c + ")"
+		}
+	}
+	for chunk := range slices.Chunk(keys, execLoadChunk) {
+		// Tags are well-formed by construction ('#' and six base-62 digits) and logins are
+		// integers, so the key list is written literally: tuple parameters are not bound by
+		// the driver on ClickHouse 18.16.
+		tuples := make([]string, len(chunk))
+		for i, k := range chunk {
+			if correlationTag(k.Tag) != k.Tag {
+				return nil, fmt.Errorf("execution quality: malformed tag %q", k.Tag)
+			}
+			tuples[i] = "(" + strconv.FormatInt(k.Login, 10) + ", '" + k.Tag + "')"
+		}
+		rows, err := p.conn.Query(ctx, "SELECT "+strings.Join(cols, ", ")+
+			" FROM execution_quality FINAL WHERE (login, tag) IN ("+strings.Join(tuples, ", ")+")")
+		if err != nil {
+			return nil, fmt.Errorf("execution quality: read rows: %w", err)
+		}
+		for rows.Next() {
+			var r execRow
+			if err := rows.Scan(r.dests()...); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("execution quality: scan row: %w", err)
+			}
+			out[execKey{r.Login, r.Tag}] = r
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("execution quality: read rows: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// execDecimalColumns are read back as text (the driver's decimal type is not apd's).
+var execDecimalColumns = map[string]bool{"requested_volume": true, "requested_price": true, "stop_limit_price": true,
+	"quote_bid": true, "quote_ask": true, "arrival_price": true, "executed_volume": true, "fill_price": true,
+	"slippage_points": true, "slippage": true}
+
+func (p *ExecutionQuality) insert(ctx context.Context, rows []execRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	b, err := p.conn.PrepareBatch(ctx, "INSERT INTO execution_quality ("+strings.Join(execColumns, ", ")+")")
+	if err != nil {
+		return fmt.Errorf("prepare execution quality insert: %w", err)
+	}
+	defer b.Abort()
+	for i := range rows {
+		if err := b.Append(rows[i].values()...); err != nil {
+			return fmt.Errorf("append execution quality row %d/%s: %w", rows[i].Login, rows[i].Tag, err)
+		}
+	}
+	if err := b.Send(); err != nil {
+		return fmt.Errorf("insert %d execution quality rows: %w", len(rows), err)
+	}
+	return nil
+}
+
+// Reset empties the table before a replay.
+func (p *ExecutionQuality) Reset(ctx context.Context) error {
+	if err := p.conn.Exec(ctx, "TRUNCATE TABLE execution_quality"); err != nil {
+		return fmt.Errorf("truncate execution_quality: %w", err)
+	}
+	return nil
+}
+
+// Ping implements Pinger: ClickHouse and the reference read models answer.
+func (p *ExecutionQuality) Ping(ctx context.Context) error {
+	return errors.Join(p.conn.Ping(ctx), p.ref.pool.Ping(ctx))
+}
