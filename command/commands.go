@@ -122,6 +122,8 @@ type Result struct {
 	// model has seen), else as the request describes it, in its queued status.
 	Op    trading.Operation
 	Known bool
+	// Fresh: this call recorded and queued the operation (not a retry of a recorded one).
+	Fresh bool
 	// Digits is the symbol's price precision, for rendering.
 	Digits int32
 	// OrigClientOrderID is, for a cancel, the client order id of the order it cancels when the

@@ -99,3 +99,10 @@ func (h Handlers) Coverage() trading.Coverage {
 func (h Handlers) Refused(ctx context.Context, b Base, kind trading.Kind, cause error) (Result, error) {
 	return h.core.refused(ctx, b, kind, cause)
 }
+
+// Recorded reports whether the caller's key holds a record for clientOrderID: a request
+// carrying it is a retry, answered from its record (the gateway never sheds one).
+func (h Handlers) Recorded(ctx context.Context, apiKeyID int64, clientOrderID string) (bool, error) {
+	_, ok, err := h.core.records.Get(ctx, apiKeyID, clientOrderID)
+	return ok, err
+}

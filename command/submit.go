@@ -100,7 +100,7 @@ func (c *core) submit(ctx context.Context, ps []prepared) []Outcome {
 			out[i].Err = errQueue
 		default:
 			op, _ := trading.RequestOf(p.evs[0])
-			out[i].Result = Result{Op: op, Digits: p.digits}
+			out[i].Result = Result{Op: op, Digits: p.digits, Fresh: true}
 			if p.adjust != nil {
 				p.adjust(&out[i].Result)
 			}

@@ -45,6 +45,9 @@ type Config struct {
 	// OnRequest, when set, is told of every answered request: method, route pattern
 	// ("unmatched" for a path no route serves), final HTTP status and time taken (metrics).
 	OnRequest func(method, route string, status int, took time.Duration)
+	// Admission bounds the operations let into the order path (admission.go; zero values:
+	// its defaults).
+	Admission AdmissionConfig
 	// OnStage, when set, is told how long an operation waited for took from the request's
 	// arrival to its answer ("answered", metrics).
 	OnStage func(stage string, took time.Duration)

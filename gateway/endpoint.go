@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"tradesvc/events"
+	"tradesvc/events/trading"
 	"tradesvc/gateway/ratelimit"
 	"tradesvc/query"
 )
@@ -60,15 +61,19 @@ type Endpoint struct {
 	// account itself sets it (the spec's -2022 rule); trading endpoints then use
 	// Request.RequireTradeAllowed.
 	RequireAccount bool
+	// Kind is the operation a trading endpoint starts; set, the request passes admission
+	// control (admission.go) before it is charged ORDERS.
+	Kind trading.Kind
 }
 
 // TradeEndpoint is the Endpoint of a single-account trading operation: signed, TRADE
 // security (switches checked first, read-only keys refused), weight 1, the given ORDERS
-// count, login in scope and the account read (use Request.RequireTradeAllowed for -2024).
-// Batch and multi-account endpoints build their Endpoint by hand.
-func TradeEndpoint(method, path string, orders int) Endpoint {
+// count, login in scope and the account read (use Request.RequireTradeAllowed for -2024),
+// and admission control for an operation of kind. Batch and multi-account endpoints build
+// their Endpoint by hand.
+func TradeEndpoint(method, path string, kind trading.Kind, orders int) Endpoint {
 	return Endpoint{Method: method, Path: path, Security: SecTrade, AccountScoped: true, RequireAccount: true,
-		Orders: func(*Params) int { return orders }}
+		Orders: func(*Params) int { return orders }, Kind: kind}
 }
 
 // Request is what the pipeline hands to an endpoint handler.
@@ -159,8 +164,8 @@ func (s *Server) keyedUsageHeaders(c *fiber.Ctx) {
 
 // run is the pipeline: identify the key (-1002, -2015), check the TRADE switches (-1017,
 // -5015), parse parameters (-1100, -1101), verify a signed request (-1102, -1130, -1022,
-// -1021), charge weight (-1003, 418), check the login scope (-1102, -1122, -2022), charge
-// orders (-1015, 418), then call the handler.
+// -1021), charge weight (-1003, 418), check the login scope (-1102, -1122, -2022), admit
+// an operation (-1008), charge orders (-1015, 418), then call the handler.
 func (s *Server) run(c *fiber.Ctx, ep *Endpoint, h HandlerFunc, r *Request) error {
 	ctx := c.UserContext()
 	hdr := c.Request().Header.Peek(HeaderAPIKey)
@@ -231,6 +236,11 @@ func (s *Server) run(c *fiber.Ctx, ep *Endpoint, h HandlerFunc, r *Request) erro
 			if r.Account, err = s.account(ctx, r, login); err != nil {
 				return err
 			}
+		}
+	}
+	if ep.Kind != "" {
+		if err := s.admit(ctx, r, r.Params, ep.Kind); err != nil {
+			return err
 		}
 	}
 	if ep.Orders != nil && r.auth != nil {

@@ -86,7 +86,7 @@ func vals(kv ...string) url.Values {
 // account-scoped with the account read, that checks RequireTradeAllowed and echoes.
 func tradeEndpoint(calls *int) func(*gateway.Server) {
 	return func(s *gateway.Server) {
-		s.Handle(gateway.TradeEndpoint(fiber.MethodPost, "/v1/test/trade", 1),
+		s.Handle(gateway.TradeEndpoint(fiber.MethodPost, "/v1/test/trade", "", 1),
 			func(c *fiber.Ctx, r *gateway.Request) error {
 				if err := r.RequireTradeAllowed(); err != nil {
 					return err

@@ -23,7 +23,7 @@ const WaitLimit = 5 * time.Second
 // from its client order id's record when it is a retry.
 func (s *Server) registerTrade() {
 	cmds := &s.app.Commands
-	s.Handle(TradeEndpoint(fiber.MethodPost, "/v1/order", 1), func(c *fiber.Ctx, r *Request) error {
+	s.Handle(TradeEndpoint(fiber.MethodPost, "/v1/order", trading.KindPlaceOrder, 1), func(c *fiber.Ctx, r *Request) error {
 		b, err := s.base(c, r)
 		if err != nil {
 			return err
@@ -39,7 +39,7 @@ func (s *Server) registerTrade() {
 		res, err := cmds.PlaceOrder.Handle(c.UserContext(), command.PlaceOrder{Base: b, Order: o})
 		return s.reply(c, res, err, rt == respRESULT)
 	})
-	s.Handle(TradeEndpoint(fiber.MethodPut, "/v1/order", 1), func(c *fiber.Ctx, r *Request) error {
+	s.Handle(TradeEndpoint(fiber.MethodPut, "/v1/order", trading.KindModifyOrder, 1), func(c *fiber.Ctx, r *Request) error {
 		b, err := s.base(c, r)
 		if err != nil {
 			return err
@@ -51,7 +51,7 @@ func (s *Server) registerTrade() {
 		res, err := cmds.ModifyOrder.Handle(c.UserContext(), cmd)
 		return s.reply(c, res, err, true)
 	})
-	s.Handle(TradeEndpoint(fiber.MethodDelete, "/v1/order", 1), func(c *fiber.Ctx, r *Request) error {
+	s.Handle(TradeEndpoint(fiber.MethodDelete, "/v1/order", trading.KindCancelOrder, 1), func(c *fiber.Ctx, r *Request) error {
 		b, err := s.base(c, r)
 		if err != nil {
 			return err
@@ -63,7 +63,7 @@ func (s *Server) registerTrade() {
 		res, err := cmds.CancelOrder.Handle(c.UserContext(), command.CancelOrder{Base: b, Target: ref})
 		return s.reply(c, res, err, true)
 	})
-	s.Handle(TradeEndpoint(fiber.MethodPut, "/v1/position", 1), func(c *fiber.Ctx, r *Request) error {
+	s.Handle(TradeEndpoint(fiber.MethodPut, "/v1/position", trading.KindModifyPosition, 1), func(c *fiber.Ctx, r *Request) error {
 		b, err := s.base(c, r)
 		if err != nil {
 			return err
@@ -75,7 +75,7 @@ func (s *Server) registerTrade() {
 		res, err := cmds.ModifyPosition.Handle(c.UserContext(), cmd)
 		return s.reply(c, res, err, true)
 	})
-	s.Handle(TradeEndpoint(fiber.MethodDelete, "/v1/position", 1), func(c *fiber.Ctx, r *Request) error {
+	s.Handle(TradeEndpoint(fiber.MethodDelete, "/v1/position", trading.KindClosePosition, 1), func(c *fiber.Ctx, r *Request) error {
 		b, err := s.base(c, r)
 		if err != nil {
 			return err
@@ -91,7 +91,7 @@ func (s *Server) registerTrade() {
 		res, err := cmds.ClosePosition.Handle(c.UserContext(), cmd)
 		return s.reply(c, res, err, rt == respRESULT)
 	})
-	closeAll := TradeEndpoint(fiber.MethodDelete, "/v1/allOpenPositions", 1)
+	closeAll := TradeEndpoint(fiber.MethodDelete, "/v1/allOpenPositions", trading.KindCloseAll, 1)
 	closeAll.Weight = fixed(5)
 	s.Handle(closeAll, func(c *fiber.Ctx, r *Request) error {
 		b, err := s.base(c, r)
@@ -102,9 +102,16 @@ func (s *Server) registerTrade() {
 		if err != nil {
 			return err
 		}
+		for _, leg := range res.Legs {
+			if !leg.Op.Answered() {
+				s.admission.Queued(leg.Op.OperationID)
+			}
+		}
 		return c.JSON(RenderSweep(res, s.clock().UnixMilli()))
 	})
-	s.Handle(Endpoint{Method: fiber.MethodPost, Path: "/v1/batchOrders", Security: SecTrade, Weight: batchWeight, Orders: batchOrders},
+	// A batch's items are admitted one by one; its ORDERS count is charged in placeBatch,
+	// for the items admitted.
+	s.Handle(Endpoint{Method: fiber.MethodPost, Path: "/v1/batchOrders", Security: SecTrade, Weight: batchWeight},
 		func(c *fiber.Ctx, r *Request) error {
 			rt, err := respType(r.Params)
 			if err != nil {
@@ -114,7 +121,11 @@ func (s *Server) registerTrade() {
 			if err != nil {
 				return err
 			}
-			return c.JSON(s.answerBatch(c.UserContext(), s.placeBatch(c, r, items), rt == respRESULT))
+			slots, err := s.placeBatch(c, r, items)
+			if err != nil {
+				return err
+			}
+			return c.JSON(s.answerBatch(c.UserContext(), slots, rt == respRESULT))
 		})
 }
 
@@ -138,6 +149,9 @@ func (s *Server) reply(c *fiber.Ctx, res command.Result, err error, wait bool) e
 	if err != nil {
 		return err
 	}
+	if res.Fresh {
+		s.admission.Queued(res.Op.OperationID)
+	}
 	if wait {
 		res = s.await(c.UserContext(), res)
 		if s.cfg.OnStage != nil && res.Op.Answered() {
@@ -160,14 +174,16 @@ type batchSlot struct {
 }
 
 // placeBatch decodes and checks every item like POST /v1/order (its login in the key's scope
-// and an active account: -2022; newClientOrderId; the order) and places the valid ones
-// together; a refusal goes in its item's slot.
-func (s *Server) placeBatch(c *fiber.Ctx, r *Request, items []itemParams) []batchSlot {
+// and an active account: -2022; newClientOrderId; admission, -1008; the order), charges
+// ORDERS for every item not shed (over the limit: the whole batch is refused, -1015) and
+// places the valid ones together; a refusal goes in its item's slot.
+func (s *Server) placeBatch(c *fiber.Ctx, r *Request, items []itemParams) ([]batchSlot, error) {
 	ctx := c.UserContext()
 	caller := s.caller(c, r)
 	slots := make([]batchSlot, len(items))
 	var cmds []command.PlaceOrder
 	var at []int
+	shed := 0 // items shed count nothing against ORDERS; every other item counts one
 	for i, it := range items {
 		slot := &slots[i]
 		login, acc, aerr := s.itemAccount(ctx, r, it)
@@ -181,6 +197,11 @@ func (s *Server) placeBatch(c *fiber.Ctx, r *Request, items []itemParams) []batc
 			slot.Err = aerr
 			continue
 		}
+		if err := s.admit(ctx, r, it, trading.KindPlaceOrder); err != nil {
+			slot.Err = err
+			shed++
+			continue
+		}
 		b := command.Base{Caller: caller, Login: login, ClientID: id, TradeAllowed: acc.TradeAllowed}
 		o, err := decodeOrder(it, r.Now)
 		if err != nil {
@@ -189,10 +210,18 @@ func (s *Server) placeBatch(c *fiber.Ctx, r *Request, items []itemParams) []batc
 		}
 		cmds, at = append(cmds, command.PlaceOrder{Base: b, Order: o}), append(at, i)
 	}
+	if n := len(items) - shed; n > 0 {
+		if err := s.charge(r, 0, n); err != nil {
+			return nil, err
+		}
+	}
 	for j, out := range s.app.Commands.PlaceOrder.HandleBatch(ctx, cmds) {
 		slots[at[j]].Outcome = out
+		if out.Err == nil && out.Result.Fresh {
+			s.admission.Queued(out.Result.Op.OperationID)
+		}
 	}
-	return slots
+	return slots, nil
 }
 
 // itemAccount reads a batch item's login and checks it as the pipeline checks a single
@@ -217,17 +246,14 @@ func (s *Server) itemAccount(ctx context.Context, r *Request, it itemParams) (in
 // accountFlags is what a batch item needs of its account.
 type accountFlags struct{ TradeAllowed bool }
 
-// batchOrders is the ORDERS count of a batch: one per item; a batch refused for its size
-// (-1131) or a malformed envelope (-1130) counts nothing.
-func batchOrders(p *Params) int {
+// batchWeight is one per item, at least one; a batch refused for its size (-1131) or a
+// malformed envelope (-1130) weighs one.
+func batchWeight(p *Params) int {
 	if n := p.ItemCount("batchOrders"); n <= command.MaxBatchItems {
-		return n
+		return max(n, 1)
 	}
-	return 0
+	return 1
 }
-
-// batchWeight is one per item, at least one.
-func batchWeight(p *Params) int { return max(batchOrders(p), 1) }
 
 // caller is who sends the operation, for its idempotency scope and the command log.
 func (s *Server) caller(c *fiber.Ctx, r *Request) command.Caller {

@@ -34,6 +34,8 @@ type Server struct {
 	switches Switches
 	methods  routeMethods
 	streams  *streams.Server // nil when no streams are served (routes_streams.go)
+	// admission sheds operations the order path cannot take now (admission.go).
+	admission *Admission
 }
 
 // New builds the gateway and registers every endpoint on the application's handlers.
@@ -53,6 +55,7 @@ func New(cfg Config, deps Deps, app Application) (*Server, error) {
 	s := &Server{
 		cfg: cfg, deps: deps, app: app, log: cfg.Logger, clock: deps.Clock, limiter: lim, switches: deps.Switches,
 		keys: &keyCache{store: deps.Keys, ttl: cfg.KeyCacheTTL, now: deps.Clock}, methods: routeMethods{},
+		admission: NewAdmission(cfg.Admission, time.Now),
 	}
 	s.fiber = fiber.New(fiber.Config{
 		ErrorHandler: func(c *fiber.Ctx, err error) error {
@@ -93,6 +96,10 @@ func (s *Server) Limits() ratelimit.Limits { return s.cfg.Limits }
 
 // App exposes the Fiber app for in-process tests (app.Test); production serves with Serve.
 func (s *Server) App() *fiber.App { return s.fiber }
+
+// Admission is the gateway's admission control: the change feed's observer (Observe) and
+// readiness (State) take it.
+func (s *Server) Admission() *Admission { return s.admission }
 
 // Serve serves HTTPS on ln until ctx is cancelled, then shuts down gracefully. Plain HTTP
 // on the port is answered 400 (-1020) and closed; a client that sends nothing is dropped

@@ -73,6 +73,8 @@ func TestTradingSwitches(t *testing.T) {
 				t.Errorf("%s charged the ORDERS bucket: %s", path, res.Header.Get(hdrOrders10))
 			}
 		}
-		wantOK(t, tr.get(t, "/v1/openOrders", vals("login", itoa(loginReal1))))
+		// Reads are not behind the execution-path switch: without a relay no account was
+		// projected, so the read answers as for any unknown account (-2022), never -5015.
+		wantErr(t, tr.get(t, "/v1/openOrders", vals("login", itoa(loginReal1))), 400, -2022)
 	})
 }

@@ -76,6 +76,8 @@ type Config struct {
 	Streams Streams
 	// Health configures readiness and dead-lettering (health.go).
 	Health Health
+	// Admission bounds what a gateway lets into the order path (admission.go).
+	Admission Admission
 }
 
 type setting struct {
@@ -118,7 +120,8 @@ func (c *Config) settings(raw map[string]*string) []setting {
 func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, error) {
 	var c Config
 	raw := map[string]*string{}
-	set := append(append(c.settings(raw), streamSettings(raw)...), healthSettings(raw)...)
+	set := append(append(append(c.settings(raw), streamSettings(raw)...), healthSettings(raw)...),
+		admissionSettings(raw)...)
 	for _, st := range set {
 		def := st.def
 		if v := getenv(st.env); v != "" {
@@ -169,6 +172,9 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 		return c, err
 	}
 	if c.Health, err = loadHealth(get); err != nil {
+		return c, err
+	}
+	if c.Admission, err = loadAdmission(get); err != nil {
 		return c, err
 	}
 	return c, c.Validate()

@@ -61,14 +61,18 @@ func (a *App) runGateway(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	adm := a.cfg.Admission
 	srv, err := gateway.New(gateway.Config{TLS: tlsCfg, Logger: a.log.With("role", "gateway"),
-		OnRequest: a.metrics.HTTPRequest, OnStage: a.metrics.OrderStage, Streams: a.streamsConfig()},
+		OnRequest: a.metrics.HTTPRequest, OnStage: a.metrics.OrderStage, Streams: a.streamsConfig(),
+		Admission: gateway.AdmissionConfig{MaxInFlight: adm.MaxInFlight, MaxAge: adm.MaxAge, StaleLimit: adm.StaleLimit,
+			RiskFactor: adm.RiskFactor, OnShed: a.metrics.Shed}},
 		gateway.Deps{Keys: gatewayKeys{store}, Switches: a.switches, Accounts: ref.Cached(), Clock: a.now,
 			Streams: gateway.StreamDeps{Market: market, Symbols: ref, Changes: feed, ListenKeys: listenKeys, Bars: bars}},
 		gateway.Application{Commands: commands, Queries: queries})
 	if err != nil {
 		return err
 	}
+	feed.Observe(srv.Admission().Observe)
 	// Before the tick tail starts (the seed says which of its ticks the stored bars hold) and
 	// before the gateway takes connections.
 	a.seedKlines(ctx, srv)
@@ -80,6 +84,7 @@ func (a *App) runGateway(ctx context.Context) error {
 		return fmt.Errorf("gateway listen %s: %w", a.cfg.Listen, err)
 	}
 	a.gatewayAddr <- ln.Addr().String()
+	a.gw.admission.Store(srv.Admission())
 	return a.serveGateway(ctx, srv, ln, market, feed, records) // supervise.go
 }
 

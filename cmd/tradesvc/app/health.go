@@ -11,6 +11,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"tradesvc/command"
+	"tradesvc/gateway"
 	"tradesvc/infra/config"
 	"tradesvc/infra/health"
 	"tradesvc/infra/kafka"
@@ -123,8 +124,9 @@ func (p *kafkaProbe) Close() error {
 
 // gatewayHealth is what readiness reads of a running gateway.
 type gatewayHealth struct {
-	market atomic.Pointer[projections.Market]
-	feed   atomic.Pointer[projections.ChangeFeed]
+	market    atomic.Pointer[projections.Market]
+	feed      atomic.Pointer[projections.ChangeFeed]
+	admission atomic.Pointer[gateway.Admission]
 
 	mu        sync.Mutex
 	tailErr   error
@@ -162,6 +164,10 @@ type gatewayDetails struct {
 	TradingEnabled bool      `json:"tradingEnabled"`
 	SwitchesReadAt time.Time `json:"switchesReadAt,omitzero"`
 	SwitchesError  string    `json:"switchesError,omitempty"`
+	// Admission is the admission control: operations awaiting their outcome, and whether
+	// (and why) it shed a request in the last 5 s. Shedding does not make a gateway unready:
+	// it answers -1008 at once, which is its job under overload.
+	Admission gateway.AdmissionState `json:"admission"`
 }
 
 type stateDetail struct {
@@ -225,6 +231,9 @@ func (a *App) gatewayReport(now time.Time) health.RoleReport {
 	d.TradingEnabled, d.ExecutorAlive, d.SwitchesReadAt = a.switches.Last()
 	if err := a.switches.Err(); err != nil {
 		d.SwitchesError = err.Error()
+	}
+	if adm := a.gw.admission.Load(); adm != nil {
+		d.Admission = adm.State()
 	}
 	r.Details = d
 	return r
