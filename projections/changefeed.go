@@ -37,7 +37,7 @@ type ChangeFeedConfig struct {
 	Recent time.Duration
 	// OnReference, when set, is called when the reference projection (of any process)
 	// committed a change (ReferenceChannel): caches of reference data drop what they hold.
-	OnReference func()
+	OnReference func(RefScope)
 }
 
 // Validate reports every problem at once.
@@ -163,7 +163,7 @@ func (f *ChangeFeed) session(ctx context.Context) (healthy bool, err error) {
 		return false, fmt.Errorf("listen: %w", err)
 	}
 	if f.cfg.OnReference != nil {
-		f.cfg.OnReference() // what changed while disconnected was not heard
+		f.cfg.OnReference(RefAll) // what changed while disconnected was not heard
 	}
 	if err := f.position(ctx, conn); err != nil {
 		return false, err
@@ -205,7 +205,7 @@ func (f *ChangeFeed) listen(ctx context.Context, conn *pgx.Conn, deadline time.T
 	}
 	if n.Channel == ReferenceChannel {
 		if f.cfg.OnReference != nil {
-			f.cfg.OnReference()
+			f.cfg.OnReference(RefScope(n.Payload))
 		}
 		return nil
 	}

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func TestReferenceProjectionIsIdempotentAndNeverMovesBackwards(t *testing.T) {
 	ctx := context.Background()
 	pool := testenv.MigratedPG(t)
 	changed := 0
-	ref, err := NewReference(pool, func() { changed++ })
+	ref, err := NewReference(pool, func(RefScope) { changed++ })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +90,41 @@ func TestReferenceProjectionIsIdempotentAndNeverMovesBackwards(t *testing.T) {
 	if changed == 0 {
 		t.Fatal("symbol changes did not signal the cache")
 	}
+}
+
+// Reference changes invalidate what readers cache, and only that: a new symbol everything,
+// an account's flags (or a new account) the cached accounts, its figures moving nothing.
+func TestReferenceChangesSignalOnlyWhatReadersCache(t *testing.T) {
+	ctx := context.Background()
+	pool := testenv.MigratedPG(t)
+	var scopes []RefScope
+	ref, err := NewReference(pool, func(s RefScope) { scopes = append(scopes, s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply := func(what string, want []RefScope, evs ...events.Event) {
+		t.Helper()
+		scopes = nil
+		if err := ref.Apply(ctx, msgs(evs...)); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(scopes, want) {
+			t.Errorf("%s: signalled %q, want %q", what, scopes, want)
+		}
+	}
+	apply("a new account", []RefScope{RefAccounts}, snapshot(1001, "100.00", 1000))
+	apply("its figures moving", nil, snapshot(1001, "101.00", 2000), snapshot(1001, "102.00", 3000))
+	off := snapshot(1001, "102.00", 4000)
+	off.TradeAllowed = false
+	apply("trading switched off", []RefScope{RefAccounts}, off)
+	stale := snapshot(1001, "1.00", 3500) // older than what is stored: not applied
+	apply("an older snapshot", nil, stale)
+	inactive := snapshot(1001, "102.00", 5000)
+	inactive.TradeAllowed, inactive.Active = false, false
+	apply("the account deactivated", []RefScope{RefAccounts}, inactive)
+	apply("a symbol", []RefScope{RefAll}, &events.SymbolSpecified{Symbol: "ETHUSD", Digits: 2,
+		TickSize: dec.MustParse("0.01"), TradeMode: "FULL", Swap3Days: "WEDNESDAY", Time: 1000},
+		snapshot(1001, "103.00", 6000))
 }
 
 func tickMsg(seq uint64, bid string, at int64) batch.Message {

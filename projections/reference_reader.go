@@ -65,6 +65,18 @@ func (r *ReferenceReader) Invalidate() {
 	r.gen.Add(1)
 }
 
+// InvalidateAccounts makes the next read of an account reload it (Cached).
+func (r *ReferenceReader) InvalidateAccounts() { r.gen.Add(1) }
+
+// Changed drops what a reference change of scope made stale.
+func (r *ReferenceReader) Changed(scope RefScope) {
+	if scope == RefAccounts {
+		r.InvalidateAccounts()
+		return
+	}
+	r.Invalidate()
+}
+
 // Cached is the account read model with the symbols' caching: what the request pipeline
 // checks on every TRADE and account-scoped request (exists, active, trading allowed), read
 // from Postgres at most every refresh interval per login, and at once after a change of

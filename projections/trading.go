@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -71,11 +70,9 @@ type Trading struct {
 	cfg       TradingConfig
 	digits    *digitsCache
 	positions *Positions // nil while replaying
-	inBand    *inBandSeqs
+	seen      *seenApplied
 	lastPrune atomic.Int64
-
-	combinersMu sync.Mutex
-	combiners   map[int32]*combiner
+	comb      combiner
 }
 
 // NewTrading builds the projection.
@@ -95,7 +92,7 @@ func NewTrading(cfg TradingConfig) (*Trading, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	t := &Trading{cfg: cfg, digits: newDigitsCache(), combiners: map[int32]*combiner{}, inBand: newInBandSeqs()}
+	t := &Trading{cfg: cfg, digits: newDigitsCache(), seen: newSeenApplied()}
 	if !cfg.Replaying {
 		t.positions = NewPositions(cfg.Pool, TradingName)
 	}
@@ -126,8 +123,8 @@ func (t *Trading) Reset(ctx context.Context) error {
 	return err
 }
 
-// Apply writes one batch, merged with the batches of the same partition number that the
-// other topics' consumers hand in meanwhile (trading_combine.go), in one transaction.
+// Apply writes one batch, merged with the batches that the other partitions' and topics'
+// consumers hand in meanwhile (trading_combine.go), in one transaction.
 func (t *Trading) Apply(ctx context.Context, msgs []batch.Message) error {
 	if len(msgs) == 0 {
 		return nil
@@ -135,14 +132,14 @@ func (t *Trading) Apply(ctx context.Context, msgs []batch.Message) error {
 	return t.combine(ctx, msgs, t.apply)
 }
 
-// apply writes messages in one transaction: the positions they move, raw facts (an
-// outcome's in-band facts with it), the derived columns of every operation they touched,
-// then the change feed; once it committed, the change rows go to Committed and NOTIFY.
+// apply writes messages (of any partitions) in one transaction: the positions they move,
+// raw facts (an outcome's in-band facts with it), the derived columns of every operation
+// they touched, then the change feed of each partition; once it committed, the change rows
+// go to Committed and NOTIFY.
 func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 	var adv *advance
-	var rows []changeRow
-	var inBand []uint64
-	part := partOf(msgs)
+	var items []*tradingItem
+	var rows map[int32][]changeRow
 	err := t.inTx(ctx, func(tx pgx.Tx) error {
 		kept := msgs
 		if t.positions != nil {
@@ -151,11 +148,11 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 				return err
 			}
 		}
-		items, logins, err := tradingItems(kept, func(ev events.Event) bool { return t.inBand.applied(part, ev) })
-		if err != nil {
+		var logins []int64
+		var err error
+		if items, logins, err = tradingItems(kept, t.seen); err != nil {
 			return err
 		}
-		inBand = inBandOf(items)
 		// Two round trips inside the transaction: the positions, the logins' locks, every
 		// fact and the reads the derivation needs in one pipeline; then the derived columns
 		// and the change feed in another. The locks (ascending, so concurrent batches never
@@ -172,7 +169,7 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 		}
 		owners := map[loginTag]tagOwner{}
 		if !t.cfg.Replaying {
-			queueTagOwners(b, items, owners)
+			t.queueTagOwners(b, items, owners)
 		}
 		if b.Len() == 0 {
 			return nil
@@ -194,7 +191,7 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 		b = &pgx.Batch{}
 		changes := t.queueDerived(b, ops)
 		if !t.cfg.Replaying {
-			if rows, err = t.queueChanges(b, part, items, owners, changes); err != nil {
+			if rows, err = t.queueChanges(b, items, owners, changes); err != nil {
 				return err
 			}
 		}
@@ -215,7 +212,7 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 	if adv != nil {
 		t.positions.committed(adv)
 	}
-	t.inBand.remember(part, inBand)
+	t.seen.committed(items)
 	if t.cfg.Stage != nil {
 		now := t.cfg.Now().UnixMilli()
 		for _, m := range msgs {
@@ -224,7 +221,7 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 			}
 		}
 	}
-	t.announce(ctx, part, rows)
+	t.announce(ctx, rows)
 	t.maybePrune(ctx)
 	return nil
 }
@@ -251,37 +248,31 @@ func inTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx) error) error 
 	return nil
 }
 
-// partOf is the partition number of a batch: every topic of the projection is keyed by
-// login with the same partition count, so one partition number carries the same logins in
-// each, and the change feed is numbered per partition.
-func partOf(msgs []batch.Message) int32 {
-	if len(msgs) == 0 {
-		return 0
-	}
-	return msgs[0].Partition
-}
-
-// tradingItems are the events of msgs the projection applies, each with its statement: an
-// outcome's command comes before it and its in-band facts after it, in the trade server's
-// order; a relay's copy of a fact already applied in band (skip) is left out. logins are the
-// accounts they touch, ascending.
-func tradingItems(msgs []batch.Message, skip func(events.Event) bool) ([]*tradingItem, []int64, error) {
+// tradingItems are the events of msgs the projection applies, each with its statement and
+// its partition: an outcome's command comes before it and its in-band facts after it, in the
+// trade server's order; a copy of a fact or a command already applied (seen) is left out.
+// logins are the accounts they touch, ascending.
+func tradingItems(msgs []batch.Message, seen *seenApplied) ([]*tradingItem, []int64, error) {
 	items := make([]*tradingItem, 0, len(msgs))
 	var logins []int64
-	add := func(ev events.Event, raw []byte, inBand bool) error {
+	add := func(ev events.Event, raw []byte, part int32, inBand bool) (*tradingItem, error) {
+		if seen.fact(ev) || seen.command(ev) {
+			return nil, nil
+		}
 		sql, args, ok := factStatement(ev)
 		if !ok {
-			return nil
+			return nil, nil
 		}
 		if len(raw) == 0 { // not read from the log as such (an in-band fact, a test): encode it
 			var err error
 			if raw, err = json.Marshal(ev); err != nil {
-				return fmt.Errorf("encode %s: %w", ev.EventType(), err)
+				return nil, fmt.Errorf("encode %s: %w", ev.EventType(), err)
 			}
 		}
-		items = append(items, &tradingItem{ev: ev, raw: raw, sql: sql, args: args, inBand: inBand})
+		it := &tradingItem{ev: ev, raw: raw, sql: sql, args: args, part: part, inBand: inBand}
+		items = append(items, it)
 		logins = append(logins, ev.(events.AccountEvent).AccountLogin())
-		return nil
+		return it, nil
 	}
 	for _, m := range msgs {
 		if m.Event == nil {
@@ -296,23 +287,21 @@ func tradingItems(msgs []batch.Message, skip func(events.Event) bool) ([]*tradin
 				return nil, nil, fmt.Errorf("command of outcome %s: %w", out.OperationID, err)
 			}
 			if cmd != nil {
-				if err := add(cmd, out.Command, false); err != nil {
+				if _, err := add(cmd, out.Command, m.Partition, false); err != nil {
 					return nil, nil, err
 				}
 			}
 		}
-		if skip(m.Event) {
-			continue
-		}
-		if err := add(m.Event, m.Envelope.Payload, false); err != nil {
+		it, err := add(m.Event, m.Envelope.Payload, m.Partition, false)
+		if err != nil {
 			return nil, nil, err
 		}
-		if len(items) > 0 && items[len(items)-1].ev == m.Event {
-			items[len(items)-1].at = m.Envelope.OccurredAt
+		if it != nil {
+			it.at = m.Envelope.OccurredAt
 		}
 		if isOutcome {
 			for _, f := range out.Facts.Events() {
-				if err := add(f, nil, true); err != nil {
+				if _, err := add(f, nil, m.Partition, true); err != nil {
 					return nil, nil, err
 				}
 			}
@@ -328,6 +317,7 @@ type tradingItem struct {
 	raw     []byte // the event's payload as the log holds it (a change row stores it)
 	sql     string
 	args    []any
+	part    int32 // the partition it came from (an in-band fact and a command: their outcome's)
 	inBand  bool  // a fact an outcome carried
 	at      int64 // when it was appended to the log, Unix ms (0: unknown)
 	applied bool
@@ -375,22 +365,12 @@ func ownerPending(items []*tradingItem, owners map[loginTag]tagOwner, now time.T
 	return false
 }
 
-// inBandOf lists the sequences of the in-band facts among items.
-func inBandOf(items []*tradingItem) []uint64 {
-	var out []uint64
-	for _, it := range items {
-		if seq, ok := events.FactSeq(it.ev); ok && it.inBand {
-			out = append(out, seq)
-		}
-	}
-	return out
-}
-
 // queueFacts queues the logins' locks and every event's statement; each item learns whether
 // it changed a row.
 func queueFacts(b *pgx.Batch, logins []int64, items []*tradingItem) {
-	for _, l := range logins {
-		b.Queue("SELECT pg_advisory_xact_lock($1)", l)
+	if len(logins) > 0 {
+		// One statement takes them all, in ascending order.
+		b.Queue(`SELECT pg_advisory_xact_lock(l) FROM (SELECT l FROM unnest($1::bigint[]) AS l ORDER BY l) s`, logins)
 	}
 	for _, it := range items {
 		b.Queue(it.sql, it.args...).Exec(func(ct pgconn.CommandTag) error {

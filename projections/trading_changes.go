@@ -46,17 +46,19 @@ type loginTag struct {
 	tag   string
 }
 
-// queueChanges queues the batch's change-feed rows: the facts it applied, in the trade
-// server's order, then an OPERATION row per operation whose visible state changed (its
-// derived state: what a waiter answers with). Rows are numbered per partition from
+// queueChanges queues the batch's change-feed rows, per partition: the facts it applied, in
+// the trade server's order, then an OPERATION row per operation whose visible state changed
+// (its derived state: what a waiter answers with). Rows are numbered per partition from
 // rm.change_heads, whose row stays locked until commit: a partition's numbers follow its
 // commit order, so a reader tailing "seq > last" of a partition never skips a row that
-// commits late, and partitions never wait for each other.
-func (t *Trading) queueChanges(b *pgx.Batch, part int32, items []*tradingItem, owners map[loginTag]tagOwner, ops []opChange) ([]changeRow, error) {
-	rows := make([]changeRow, 0, len(items)+len(ops))
+// commits late.
+func (t *Trading) queueChanges(b *pgx.Batch, items []*tradingItem, owners map[loginTag]tagOwner, ops []opChange) (map[int32][]changeRow, error) {
+	rows := map[int32][]changeRow{}
+	partOf := map[int64]int32{} // login → partition: every topic is keyed by login alike
 	for _, it := range items {
+		partOf[it.ev.(events.AccountEvent).AccountLogin()] = it.part
 		if r, ok := factRow(it, owners); ok {
-			rows = append(rows, r)
+			rows[it.part] = append(rows[it.part], r)
 		}
 	}
 	for _, o := range ops {
@@ -68,13 +70,18 @@ func (t *Trading) queueChanges(b *pgx.Batch, part int32, items []*tradingItem, o
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, changeRow{login: o.Login, kind: query.ChangeOperation, operationID: o.OperationID,
+		part := partOf[o.Login]
+		rows[part] = append(rows[part], changeRow{login: o.Login, kind: query.ChangeOperation, operationID: o.OperationID,
 			event: ev, op: st})
 	}
-	if len(rows) == 0 {
-		return nil, nil
+	parts := make([]int32, 0, len(rows))
+	for part := range rows {
+		parts = append(parts, part)
 	}
-	queueChangeRows(b, part, rows)
+	slices.Sort(parts) // the heads' row locks, in one order
+	for _, part := range parts {
+		queueChangeRows(b, part, rows[part])
+	}
 	return rows, nil
 }
 
@@ -131,24 +138,26 @@ func queueChangeRows(b *pgx.Batch, part int32, rows []changeRow) {
 // by NOTIFY, to every other process's (the payload carries the rows when they fit, so no
 // reader reads them back; a row too large for it makes the readers catch up by query). A
 // NOTIFY that fails only delays other processes: their feeds also poll.
-func (t *Trading) announce(ctx context.Context, part int32, rows []changeRow) {
+func (t *Trading) announce(ctx context.Context, rows map[int32][]changeRow) {
 	if len(rows) == 0 {
 		return
 	}
 	now := t.cfg.Now()
-	if t.cfg.Committed != nil {
-		changes := make([]query.Change, len(rows))
-		for i, r := range rows {
-			changes[i] = r.change(part, now)
-		}
-		t.cfg.Committed(part, changes)
-	}
 	b := &pgx.Batch{}
-	for _, payload := range notifyPayloads(part, rows) {
-		b.Queue("SELECT pg_notify($1, $2)", ChangesChannel, payload)
+	for part, prows := range rows {
+		if t.cfg.Committed != nil {
+			changes := make([]query.Change, len(prows))
+			for i, r := range prows {
+				changes[i] = r.change(part, now)
+			}
+			t.cfg.Committed(part, changes)
+		}
+		for _, payload := range notifyPayloads(part, prows) {
+			b.Queue("SELECT pg_notify($1, $2)", ChangesChannel, payload)
+		}
 	}
 	if err := t.cfg.Pool.SendBatch(ctx, b).Close(); err != nil && ctx.Err() == nil {
-		t.cfg.Logger.Warn("trading projection: notify the change feed", "part", part, "err", err)
+		t.cfg.Logger.Warn("trading projection: notify the change feed", "err", err)
 	}
 }
 
@@ -187,9 +196,10 @@ func (r *changeRow) own(login int64, kind string, o tagOwner) {
 	r.login, r.kind, r.operationID, r.apiKeyID, r.clientOrderID = login, kind, o.operationID, o.apiKeyID, o.clientOrderID
 }
 
-// queueTagOwners queues the resolution of the batch's deal and order tags to the operations that
-// carry them (read after this batch's commands were applied).
-func queueTagOwners(b *pgx.Batch, items []*tradingItem, out map[loginTag]tagOwner) {
+// queueTagOwners resolves the batch's deal and order tags to the operations that carry them:
+// from the commands this process applied recently, else by a read queued on b (after this
+// batch's commands were applied).
+func (t *Trading) queueTagOwners(b *pgx.Batch, items []*tradingItem, out map[loginTag]tagOwner) {
 	var logins []int64
 	var tags []string
 	for _, it := range items {
@@ -203,8 +213,23 @@ func queueTagOwners(b *pgx.Batch, items []*tradingItem, out map[loginTag]tagOwne
 		default:
 			continue
 		}
-		if tag := trading.TagOf(comment); tag != "" {
-			logins, tags = append(logins, login), append(tags, tag)
+		tag := trading.TagOf(comment)
+		if tag == "" {
+			continue
+		}
+		k := loginTag{login, tag}
+		if o, ok := t.seen.owner(k); ok {
+			out[k] = o
+			continue
+		}
+		logins, tags = append(logins, login), append(tags, tag)
+	}
+	for _, it := range items { // this batch's own commands
+		if r, ok := trading.RequestOf(it.ev); ok {
+			k := loginTag{r.Login, r.Tag}
+			if _, known := out[k]; !known {
+				out[k] = tagOwner{operationID: r.OperationID, apiKeyID: r.APIKeyID, clientOrderID: r.ClientOrderID}
+			}
 		}
 	}
 	if len(tags) == 0 {

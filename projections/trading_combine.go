@@ -7,16 +7,16 @@ import (
 	"tradesvc/infra/kafka/batch"
 )
 
-// The three topics of the trading projection are keyed alike (by login) and have the same
-// partition count, so partition p of each carries the same logins. Their consumers each hand
-// the projection batches concurrently; applying them as separate transactions would have
-// them queue on each other's login locks. A combiner per partition number instead applies
-// whatever the three have handed in as one transaction: one writer per partition at a time,
-// and batches that grow, rather than transactions that queue, when the load rises. (The
-// per-login lock stays: across processes, partitions of different topics may be consumed
-// by different projectors.)
+// The consumers of the trading projection's partitions (three topics, eight partitions each)
+// hand it batches concurrently. Applying each as its own transaction would cost a
+// transaction per event at low load and have them queue on each other's login locks at high
+// load. The combiner instead applies whatever they have handed in as one transaction (group
+// commit): one writer at a time, and transactions that grow rather than multiply when the
+// load rises: an order's command, outcome and facts, and the orders of other logins, share
+// transactions. (The per-login lock stays: across processes, partitions may be consumed by
+// different projectors.)
 
-// combiner serialises and merges the batches of one partition number.
+// combiner serialises and merges the batches of every consumer.
 type combiner struct {
 	mu      sync.Mutex
 	pending []*handIn
@@ -36,7 +36,7 @@ type handIn struct {
 // that applies a round hands the next round to a waiting one, so no consumer serves the
 // others for long while its own topic waits.
 func (t *Trading) combine(ctx context.Context, msgs []batch.Message, apply func(context.Context, []batch.Message) error) error {
-	c := t.combinerOf(msgs[0].Partition)
+	c := &t.comb
 	mine := &handIn{msgs: msgs, done: make(chan error, 1), lead: make(chan struct{})}
 	c.mu.Lock()
 	c.pending = append(c.pending, mine)
@@ -66,8 +66,9 @@ func (t *Trading) combine(ctx context.Context, msgs []batch.Message, apply func(
 	err := apply(ctx, all)
 	if err != nil && len(work) > 1 && ctx.Err() == nil {
 		// A merged round failed: apply each consumer's batch alone, so that each gets the
-		// error of its own messages. A message that keeps failing is parked by its consumer
-		// (batch.Config.MaxAttempts); another topic's batch must not be charged with it.
+		// error of its own messages (a fact waiting for its command, batch.ErrRetrySoon,
+		// holds back only its own partition). A message that keeps failing is parked by
+		// its consumer (batch.Config.MaxAttempts); another batch must not be charged with it.
 		for _, w := range work {
 			w.done <- apply(ctx, w.msgs)
 		}
@@ -107,15 +108,4 @@ func (c *combiner) abandon(h *handIn) {
 		c.handOver()
 	default:
 	}
-}
-
-func (t *Trading) combinerOf(partition int32) *combiner {
-	t.combinersMu.Lock()
-	defer t.combinersMu.Unlock()
-	c := t.combiners[partition]
-	if c == nil {
-		c = &combiner{}
-		t.combiners[partition] = c
-	}
-	return c
 }

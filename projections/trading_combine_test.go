@@ -13,7 +13,7 @@ import (
 // Batches handed in by several consumers of one partition number are applied once each,
 // never two transactions at a time, and merged when they arrive while one is running.
 func TestCombinerAppliesEveryBatchOnceOneTransactionAtATime(t *testing.T) {
-	tr := &Trading{combiners: map[int32]*combiner{}}
+	tr := &Trading{}
 	var running, maxRunning, rounds atomic.Int32
 	seen := sync.Map{}
 	apply := func(_ context.Context, msgs []batch.Message) error {
@@ -62,7 +62,7 @@ func TestCombinerAppliesEveryBatchOnceOneTransactionAtATime(t *testing.T) {
 // A consumer whose context ends while it waits withdraws its batch; the others still get
 // theirs applied (leadership is never lost).
 func TestCombinerSurvivesAWaiterThatGivesUp(t *testing.T) {
-	tr := &Trading{combiners: map[int32]*combiner{}}
+	tr := &Trading{}
 	release := make(chan struct{})
 	apply := func(_ context.Context, msgs []batch.Message) error {
 		<-release
@@ -99,7 +99,7 @@ func TestCombinerSurvivesAWaiterThatGivesUp(t *testing.T) {
 // message that cannot be applied fails only its own consumer's batch: another topic's
 // consumer is never charged with it (it would count towards parking its own messages).
 func TestCombinerChargesAFailureOnlyToTheBatchThatCausedIt(t *testing.T) {
-	tr := &Trading{combiners: map[int32]*combiner{}}
+	tr := &Trading{}
 	release := make(chan struct{})
 	var calls atomic.Int32
 	apply := func(_ context.Context, msgs []batch.Message) error {
@@ -128,7 +128,7 @@ func TestCombinerChargesAFailureOnlyToTheBatchThatCausedIt(t *testing.T) {
 		innocent <- tr.combine(context.Background(), []batch.Message{{Partition: 2, Offset: 7}}, apply)
 	}()
 	for {
-		c := tr.combinerOf(2)
+		c := &tr.comb
 		c.mu.Lock()
 		n := len(c.pending)
 		c.mu.Unlock()

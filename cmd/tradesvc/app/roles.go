@@ -93,7 +93,7 @@ func (a *App) runExecutor(ctx context.Context) error {
 }
 
 // projectionSet lists the projections of the projector role with their stable names.
-func (a *App) projectionSet(onReferenceChange func()) (map[string]projections.Projection, error) {
+func (a *App) projectionSet(onReferenceChange func(projections.RefScope)) (map[string]projections.Projection, error) {
 	ref, err := projections.NewReference(a.rmPool, onReferenceChange)
 	if err != nil {
 		return nil, err
@@ -150,10 +150,10 @@ func (a *App) projectionSource() projections.Source {
 		PoisonAttempts: a.cfg.Health.PoisonAttempts, Observe: a.consumerObserver}
 }
 
-// invalidateReference tells this process's symbol cache that reference data changed.
-func (a *App) invalidateReference() {
+// invalidateReference tells this process's reference caches that reference data changed.
+func (a *App) invalidateReference(scope projections.RefScope) {
 	if r := a.refReader.Load(); r != nil {
-		r.Invalidate()
+		r.Changed(scope)
 	}
 }
 

@@ -1,0 +1,136 @@
+package projections
+
+import (
+	"sync"
+
+	"tradesvc/events"
+	"tradesvc/events/trading"
+)
+
+// seenApplied remembers what recent transactions of this projection committed, so that the
+// copies every event has on its way (a fact the outcome carried in band and the relay appends
+// again, a command the outcome embeds and the command topic holds too) are skipped without a
+// statement, and the owner of a fact's tag is known without a read:
+//
+//   - the feed sequences of the trade-server facts applied (in band or from the relay);
+//   - the operations (id and attempt) whose command was applied, with their tag's owner.
+//
+// A copy this process does not remember (after a restart, or one older than what is kept) is
+// applied as usual, which changes nothing: every statement moves its row only forward (by
+// sequence for facts, by attempt for commands), so skipping is only a saving.
+type seenApplied struct {
+	mu       sync.Mutex
+	facts    ring[uint64]
+	commands ring[string]
+	attempt  map[string]int        // operation id → attempt applied (keys: commands)
+	owners   map[loginTag]tagOwner // (login, tag) → operation, for the commands kept
+	tagOf    map[string]loginTag   // operation id → its (login, tag), to forget it
+}
+
+// seenSize bounds what is remembered of each kind: the copies follow within seconds, far
+// fewer events than this.
+const seenSize = 1 << 15
+
+func newSeenApplied() *seenApplied {
+	return &seenApplied{facts: newRing[uint64](seenSize), commands: newRing[string](seenSize),
+		attempt: map[string]int{}, owners: map[loginTag]tagOwner{}, tagOf: map[string]loginTag{}}
+}
+
+// fact reports whether ev is a trade-server fact already applied.
+func (s *seenApplied) fact(ev events.Event) bool {
+	seq, ok := events.FactSeq(ev)
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.facts.has(seq)
+}
+
+// command reports whether the command ev (of its attempt or a later one) was applied.
+func (s *seenApplied) command(ev events.Event) bool {
+	r, ok := trading.RequestOf(ev)
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.attempt[r.OperationID]
+	return ok && a >= r.Attempt
+}
+
+// owner returns the operation whose tag (login, tag) is, when a command applied recently
+// carried it.
+func (s *seenApplied) owner(k loginTag) (tagOwner, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.owners[k]
+	return o, ok
+}
+
+// committed remembers the facts and commands of a committed transaction.
+func (s *seenApplied) committed(items []*tradingItem) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, it := range items {
+		if seq, ok := events.FactSeq(it.ev); ok {
+			s.facts.add(seq, nil)
+			continue
+		}
+		r, ok := trading.RequestOf(it.ev)
+		if !ok {
+			continue
+		}
+		if _, known := s.attempt[r.OperationID]; !known {
+			s.commands.add(r.OperationID, s.forgetCommand)
+		}
+		s.attempt[r.OperationID] = max(s.attempt[r.OperationID], r.Attempt)
+		k := loginTag{r.Login, r.Tag}
+		s.owners[k] = tagOwner{operationID: r.OperationID, apiKeyID: r.APIKeyID, clientOrderID: r.ClientOrderID}
+		s.tagOf[r.OperationID] = k
+	}
+}
+
+// forgetCommand drops an operation the ring no longer holds (s.mu held).
+func (s *seenApplied) forgetCommand(id string) {
+	delete(s.attempt, id)
+	if k, ok := s.tagOf[id]; ok {
+		if s.owners[k].operationID == id {
+			delete(s.owners, k)
+		}
+		delete(s.tagOf, id)
+	}
+}
+
+// ring is a set of the most recent values, forgetting the oldest beyond its size.
+type ring[T comparable] struct {
+	set  map[T]struct{}
+	vals []T
+	used []bool
+	next int
+}
+
+func newRing[T comparable](size int) ring[T] {
+	return ring[T]{set: make(map[T]struct{}, size), vals: make([]T, size), used: make([]bool, size)}
+}
+
+func (r *ring[T]) has(v T) bool {
+	_, ok := r.set[v]
+	return ok
+}
+
+// add puts v in the set; the value it pushes out, if any, goes to evicted (nil: none needed).
+func (r *ring[T]) add(v T, evicted func(T)) {
+	if _, ok := r.set[v]; ok {
+		return
+	}
+	if r.used[r.next] {
+		old := r.vals[r.next]
+		delete(r.set, old)
+		if evicted != nil {
+			evicted(old)
+		}
+	}
+	r.vals[r.next], r.used[r.next], r.set[v] = v, true, struct{}{}
+	r.next = (r.next + 1) % len(r.vals)
+}
