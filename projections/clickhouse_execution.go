@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/events"
+	"tradesvc/events/trading"
 	"tradesvc/infra/kafka/batch"
 )
 
@@ -158,7 +159,7 @@ func (p *ExecutionQuality) load(ctx context.Context, keys []execKey) (map[execKe
 		// the driver on ClickHouse 18.16.
 		tuples := make([]string, len(chunk))
 		for i, k := range chunk {
-			if correlationTag(k.Tag) != k.Tag {
+			if trading.TagOf(k.Tag) != k.Tag {
 				return nil, fmt.Errorf("execution quality: malformed tag %q", k.Tag)
 			}
 			tuples[i] = "(" + strconv.FormatInt(k.Login, 10) + ", '" + k.Tag + "')"
