@@ -213,10 +213,7 @@ func (p *ExecutionQuality) insert(ctx context.Context, rows []execRow) error {
 
 // Reset empties the table before a replay.
 func (p *ExecutionQuality) Reset(ctx context.Context) error {
-	if err := p.conn.Exec(ctx, "TRUNCATE TABLE execution_quality"); err != nil {
-		return fmt.Errorf("truncate execution_quality: %w", err)
-	}
-	return nil
+	return truncate(ctx, p.conn, "execution_quality")
 }
 
 // Ping implements Pinger: ClickHouse and the reference read models answer.
