@@ -9,41 +9,11 @@ import (
 // registerMarket registers the MARKET_DATA endpoints.
 func (s *Server) registerMarket(h query.Handlers) {
 	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/ticker/price", Security: SecMarketData, Weight: weightBySymbol(1, 2)},
-		func(c *fiber.Ctx, r *Request) error {
-			sym := r.Params.Optional("symbol")
-			res, err := h.TickerPrice.Handle(c.UserContext(), query.TickerPrice{Symbol: sym})
-			if err != nil {
-				return err
-			}
-			if sym != "" {
-				return c.JSON(res[0])
-			}
-			return c.JSON(res)
-		})
+		oneOrAll(h.TickerPrice))
 	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/ticker/bookTicker", Security: SecMarketData, Weight: weightBySymbol(1, 2)},
-		func(c *fiber.Ctx, r *Request) error {
-			sym := r.Params.Optional("symbol")
-			res, err := h.BookTicker.Handle(c.UserContext(), query.BookTickerQuery{Symbol: sym})
-			if err != nil {
-				return err
-			}
-			if sym != "" {
-				return c.JSON(res[0])
-			}
-			return c.JSON(res)
-		})
+		oneOrAll(h.BookTicker))
 	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/ticker/24hr", Security: SecMarketData, Weight: weightBySymbol(1, 20)},
-		func(c *fiber.Ctx, r *Request) error {
-			sym := r.Params.Optional("symbol")
-			res, err := h.Ticker24hr.Handle(c.UserContext(), query.Ticker24hrQuery{Symbol: sym})
-			if err != nil {
-				return err
-			}
-			if sym != "" {
-				return c.JSON(res[0])
-			}
-			return c.JSON(res)
-		})
+		oneOrAll(h.Ticker24hr))
 	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/klines", Security: SecMarketData, Weight: klinesWeight},
 		func(c *fiber.Ctx, r *Request) error {
 			q, err := klinesQuery(r)
@@ -72,6 +42,22 @@ func (s *Server) registerMarket(h query.Handlers) {
 			}
 			return c.JSON(res)
 		})
+}
+
+// oneOrAll answers a market read whose symbol is optional: the object of that symbol, or the
+// array of every symbol's.
+func oneOrAll[S, R any](h query.SnapshotHandler[S, R]) HandlerFunc {
+	return func(c *fiber.Ctx, r *Request) error {
+		sym := r.Params.Optional("symbol")
+		res, err := h.Handle(c.UserContext(), query.SymbolQuery{Symbol: sym})
+		if err != nil {
+			return err
+		}
+		if sym != "" {
+			return c.JSON(res[0])
+		}
+		return c.JSON(res)
+	}
 }
 
 // klinesQuery reads the klines parameters: symbol and interval mandatory (-1102), times

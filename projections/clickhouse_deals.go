@@ -39,12 +39,7 @@ func (h *DealHistory) Topics() []events.Topic { return []events.Topic{events.Top
 
 // Apply inserts the batch's deals in one insert.
 func (h *DealHistory) Apply(ctx context.Context, msgs []batch.Message) error {
-	var deals []*events.DealAdded
-	for _, m := range msgs {
-		if d, ok := m.Event.(*events.DealAdded); ok {
-			deals = append(deals, d)
-		}
-	}
+	deals := eventsOf[*events.DealAdded](msgs)
 	if len(deals) == 0 {
 		return nil
 	}
@@ -70,10 +65,7 @@ func (h *DealHistory) Apply(ctx context.Context, msgs []batch.Message) error {
 
 // Reset empties the deal history before a replay.
 func (h *DealHistory) Reset(ctx context.Context) error {
-	if err := h.conn.Exec(ctx, "TRUNCATE TABLE deals"); err != nil {
-		return fmt.Errorf("truncate deals: %w", err)
-	}
-	return nil
+	return truncate(ctx, h.conn, "deals")
 }
 
 // Ping implements Pinger: ClickHouse answers.

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/events"
+	"tradesvc/events/trading"
 	"tradesvc/infra/kafka/batch"
 )
 
@@ -158,7 +159,7 @@ func (p *ExecutionQuality) load(ctx context.Context, keys []execKey) (map[execKe
 		// the driver on ClickHouse 18.16.
 		tuples := make([]string, len(chunk))
 		for i, k := range chunk {
-			if correlationTag(k.Tag) != k.Tag {
+			if trading.TagOf(k.Tag) != k.Tag {
 				return nil, fmt.Errorf("execution quality: malformed tag %q", k.Tag)
 			}
 			tuples[i] = "(" + strconv.FormatInt(k.Login, 10) + ", '" + k.Tag + "')"
@@ -212,10 +213,7 @@ func (p *ExecutionQuality) insert(ctx context.Context, rows []execRow) error {
 
 // Reset empties the table before a replay.
 func (p *ExecutionQuality) Reset(ctx context.Context) error {
-	if err := p.conn.Exec(ctx, "TRUNCATE TABLE execution_quality"); err != nil {
-		return fmt.Errorf("truncate execution_quality: %w", err)
-	}
-	return nil
+	return truncate(ctx, p.conn, "execution_quality")
 }
 
 // Ping implements Pinger: ClickHouse and the reference read models answer.

@@ -50,10 +50,6 @@ func NewMarketHistory(conn driver.Conn) (*MarketHistory, error) {
 	return &MarketHistory{conn: conn, bars: map[string]bar{}}, nil
 }
 
-// clickhouseBatchWait gathers about a second of events per insert: MergeTree tables want a
-// few large inserts per second, not one per message.
-const clickhouseBatchWait = time.Second
-
 // MaxWait implements Batching.
 func (h *MarketHistory) MaxWait() time.Duration { return clickhouseBatchWait }
 
@@ -64,12 +60,7 @@ func (h *MarketHistory) Topics() []events.Topic { return []events.Topic{events.T
 // The in-memory bars change only after both inserts succeeded, so a failed batch retried
 // from the start counts nothing twice.
 func (h *MarketHistory) Apply(ctx context.Context, msgs []batch.Message) error {
-	var ticks []*events.TickReceived
-	for _, m := range msgs {
-		if t, ok := m.Event.(*events.TickReceived); ok {
-			ticks = append(ticks, t)
-		}
-	}
+	ticks := eventsOf[*events.TickReceived](msgs)
 	if len(ticks) == 0 {
 		return nil
 	}
@@ -189,10 +180,8 @@ func (h *MarketHistory) loadLastBar(ctx context.Context, symbol string) (bar, bo
 
 // Reset empties the tick and bar tables before a replay.
 func (h *MarketHistory) Reset(ctx context.Context) error {
-	for _, table := range []string{"ticks", "bars_1m"} {
-		if err := h.conn.Exec(ctx, "TRUNCATE TABLE "+table); err != nil {
-			return fmt.Errorf("truncate %s: %w", table, err)
-		}
+	if err := truncate(ctx, h.conn, "ticks", "bars_1m"); err != nil {
+		return err
 	}
 	h.mu.Lock()
 	h.bars = map[string]bar{}

@@ -130,10 +130,8 @@ func (p *AccountDimension) insertServer(ctx context.Context, e *events.ServerSpe
 
 // Reset empties both tables before a replay.
 func (p *AccountDimension) Reset(ctx context.Context) error {
-	for _, table := range []string{"accounts", "trade_server"} {
-		if err := p.conn.Exec(ctx, "TRUNCATE TABLE "+table); err != nil {
-			return fmt.Errorf("truncate %s: %w", table, err)
-		}
+	if err := truncate(ctx, p.conn, "accounts", "trade_server"); err != nil {
+		return err
 	}
 	p.mu.Lock()
 	p.written = map[int64]accountDim{}

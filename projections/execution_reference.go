@@ -3,7 +3,6 @@ package projections
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -23,25 +22,23 @@ type execReference struct {
 	pool *pgxpool.Pool
 
 	mu       sync.Mutex
-	symbols  map[string]execRef
-	accounts map[int64]string
-	missing  map[string]time.Time
+	symbols  remembered[string, execRef]
+	accounts remembered[int64, string]
 }
 
 // execReferenceRetry is how long a symbol or account that was not found is not asked for.
 const execReferenceRetry = time.Minute
 
 func newExecReference(pool *pgxpool.Pool) *execReference {
-	return &execReference{pool: pool, symbols: map[string]execRef{}, accounts: map[int64]string{},
-		missing: map[string]time.Time{}}
+	return &execReference{pool: pool, symbols: newRemembered[string, execRef](), accounts: newRemembered[int64, string]()}
 }
 
 // get returns what is known of symbol and login.
 func (r *execReference) get(symbol string, login int64) execRef {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ref := r.symbols[symbol]
-	ref.AccountCurrency = r.accounts[login]
+	ref := r.symbols.found[symbol]
+	ref.AccountCurrency = r.accounts.found[login]
 	return ref
 }
 
@@ -64,23 +61,13 @@ func (r *execReference) load(ctx context.Context, symbols []string, logins []int
 func (r *execReference) unknown(symbols []string, logins []int64, now time.Time) ([]string, []int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	retry := func(key string) bool {
-		at, ok := r.missing[key]
-		return !ok || now.Sub(at) >= execReferenceRetry
-	}
-	var ss []string
+	named := make([]string, 0, len(symbols))
 	for _, s := range symbols {
-		if _, ok := r.symbols[s]; !ok && s != "" && retry("s:"+s) {
-			ss = append(ss, s)
+		if s != "" {
+			named = append(named, s)
 		}
 	}
-	var ls []int64
-	for _, l := range logins {
-		if _, ok := r.accounts[l]; !ok && retry("a:"+strconv.FormatInt(l, 10)) {
-			ls = append(ls, l)
-		}
-	}
-	return ss, ls
+	return r.symbols.toAsk(named, now), r.accounts.toAsk(logins, now)
 }
 
 func (r *execReference) loadSymbols(ctx context.Context, ask []string, now time.Time) error {
@@ -110,14 +97,7 @@ func (r *execReference) loadSymbols(ctx context.Context, ask []string, now time.
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, s := range ask {
-		if ref, ok := found[s]; ok {
-			r.symbols[s] = ref
-			delete(r.missing, "s:"+s)
-		} else {
-			r.missing["s:"+s] = now
-		}
-	}
+	r.symbols.settle(ask, found, now)
 	return nil
 }
 
@@ -141,16 +121,46 @@ func (r *execReference) loadAccounts(ctx context.Context, ask []int64, now time.
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, l := range ask {
-		key := "a:" + strconv.FormatInt(l, 10)
-		if cur, ok := found[l]; ok {
-			r.accounts[l] = cur
-			delete(r.missing, key)
+	r.accounts.settle(ask, found, now)
+	return nil
+}
+
+// remembered keeps what a reference lookup found, and when it last found a key missing: such
+// a key is not asked for again before execReferenceRetry.
+type remembered[K comparable, V any] struct {
+	found   map[K]V
+	missing map[K]time.Time
+}
+
+func newRemembered[K comparable, V any]() remembered[K, V] {
+	return remembered[K, V]{found: map[K]V{}, missing: map[K]time.Time{}}
+}
+
+// toAsk returns the keys neither found nor found missing within execReferenceRetry.
+func (m remembered[K, V]) toAsk(keys []K, now time.Time) []K {
+	var out []K
+	for _, k := range keys {
+		if _, ok := m.found[k]; ok {
+			continue
+		}
+		if at, ok := m.missing[k]; ok && now.Sub(at) < execReferenceRetry {
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
+// settle records the answer to ask: what was found is kept, the rest is missing as of now.
+func (m remembered[K, V]) settle(ask []K, found map[K]V, now time.Time) {
+	for _, k := range ask {
+		if v, ok := found[k]; ok {
+			m.found[k] = v
+			delete(m.missing, k)
 		} else {
-			r.missing[key] = now
+			m.missing[k] = now
 		}
 	}
-	return nil
 }
 
 // parseRefDecimal reads a decimal of the symbol specification (a JSON string); absent is 0.

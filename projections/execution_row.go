@@ -130,7 +130,7 @@ func deriveRow(key execKey, st *execState, ref execRef) (execRow, error) {
 		row.Attempt, row.Symbol, row.Side, row.Type = uint32(r.Attempt), r.Symbol, r.Side, r.Type
 		row.RequestedVolume, row.RequestedPrice = fixedPtr(r.Volume, priceScale), fixedPtr(r.Price, priceScale)
 		row.StopLimitPrice, row.QuoteBid, row.QuoteAsk = fixedPtr(r.StopLimitPrice, priceScale), fixedPtr(r.QuoteBid, priceScale), fixedPtr(r.QuoteAsk, priceScale)
-		row.QuoteTimeMs, row.ArrivalPrice = nonZeroMs(r.QuoteTime), fixedPtr(r.arrival(), priceScale)
+		row.QuoteTimeMs, row.ArrivalPrice = nonZero64(r.QuoteTime), fixedPtr(r.arrival(), priceScale)
 		row.ReceivedMs, row.QueuedMs = r.ReceivedAt, r.QueuedAt
 		row.ReceivedDate = time.UnixMilli(r.ReceivedAt).UTC().Truncate(24 * time.Hour)
 		in.Kind, in.Type, in.Volume, in.Attempt, in.RequestedAt = r.Kind, r.Type, r.Volume, r.Attempt, r.ReceivedAt
@@ -155,8 +155,8 @@ func deriveRow(key execKey, st *execState, ref execRef) (execRow, error) {
 		row.DealIDs = append(row.DealIDs, d.ID)
 	}
 	d := trading.Derive(in)
-	row.Status, row.Code, row.Retcode, row.Msg = string(d.Status), nullCode(d.Code), nullCode(d.Retcode), d.Msg
-	row.OrderID, row.DealID, row.PositionID = nullTicket(d.OrderID), nullTicket(d.DealID), nullTicket(d.PositionID)
+	row.Status, row.Code, row.Retcode, row.Msg = string(d.Status), nonZero32(d.Code), nonZero32(d.Retcode), d.Msg
+	row.OrderID, row.DealID, row.PositionID = nonZero64(d.OrderID), nonZero64(d.DealID), nonZero64(d.PositionID)
 	row.Deals = uint32(len(st.Deals))
 	if d.Decided {
 		row.Decided = 1
@@ -241,12 +241,12 @@ func currencyRate(from, to string) (apd.Decimal, bool) {
 // has none.
 func (row *execRow) timeline(st *execState, attempt int) {
 	if o := st.Outcome; o != nil && o.Attempt == attempt {
-		row.DecidedMs = nonZeroMs(o.DecidedAt)
+		row.DecidedMs = nonZero64(o.DecidedAt)
 		if o.SentAt > 0 {
-			row.SentMs = nonZeroMs(o.SentAt)
+			row.SentMs = nonZero64(o.SentAt)
 		}
 		if o.Retcode != 0 && !o.Unanswered && !o.Reconciled {
-			row.AnsweredMs = nonZeroMs(o.DecidedAt)
+			row.AnsweredMs = nonZero64(o.DecidedAt)
 		}
 		if o.Unanswered {
 			row.Unanswered = 1
@@ -256,7 +256,7 @@ func (row *execRow) timeline(st *execState, attempt int) {
 		}
 	}
 	if s := st.Sent; row.SentMs == nil && s != nil && s.Attempt == attempt {
-		row.SentMs = nonZeroMs(s.SentAt)
+		row.SentMs = nonZero64(s.SentAt)
 	}
 	for i, d := range st.Deals {
 		if i == 0 || d.Time < *row.FirstDealTimeMs {
@@ -278,30 +278,6 @@ func since(from int64, to *int64) *int64 {
 	}
 	d := *to - from
 	return &d
-}
-
-// nullCode is a code column: NULL for none (0).
-func nullCode(n int) *int32 {
-	if n == 0 {
-		return nil
-	}
-	v := int32(n)
-	return &v
-}
-
-// nullTicket is a ticket column: NULL for none (0).
-func nullTicket(n int64) *int64 {
-	if n == 0 {
-		return nil
-	}
-	return &n
-}
-
-func nonZeroMs(ms int64) *int64 {
-	if ms == 0 {
-		return nil
-	}
-	return &ms
 }
 
 func fixedPtr(d *apd.Decimal, places int32) *string {

@@ -131,12 +131,12 @@ func execFacts(m batch.Message) []execFact {
 		s := execSent{Attempt: e.Attempt, SentAt: e.SentAt}
 		return []execFact{{execKey{e.Login, e.Tag}, func(st *execState) { st.mergeSent(e.OperationID, s) }}}
 	case *events.DealAdded:
-		if tag := correlationTag(e.Comment); tag != "" && trading.DealAction(e.Action).IsTrade() {
+		if tag := trading.TagOf(e.Comment); tag != "" && trading.DealAction(e.Action).IsTrade() {
 			d := dealOf(e, m.Envelope.OccurredAt)
 			return []execFact{{execKey{e.Login, tag}, func(st *execState) { st.mergeDeal(d) }}}
 		}
 	case *events.OrderChanged:
-		if tag := correlationTag(e.Comment); tag != "" {
+		if tag := trading.TagOf(e.Comment); tag != "" {
 			o := orderOf(e)
 			return []execFact{{execKey{e.Login, tag}, func(st *execState) { st.mergeOrder(o) }}}
 		}
@@ -300,23 +300,4 @@ func (st *execState) mergeOrder(o execOrder) {
 	if o.Seq > st.Orders[i].Seq {
 		st.Orders[i] = o
 	}
-}
-
-// correlationTag is the operation tag a platform comment ends with ('#' and six base-62
-// digits, docs/events.md), or "" when it carries none.
-func correlationTag(comment string) string {
-	if len(comment) < 7 {
-		return ""
-	}
-	tag := comment[len(comment)-7:]
-	if tag[0] != '#' {
-		return ""
-	}
-	for i := 1; i < 7; i++ {
-		c := tag[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return ""
-		}
-	}
-	return tag
 }

@@ -117,31 +117,45 @@ func (m *Market) applyTick(e *events.TickReceived) (query.Quote, bool) {
 }
 
 // Quote implements query.QuoteReader.
-func (m *Market) Quote(symbol string) (query.Quote, bool) {
-	m.mu.RLock()
-	s := m.symbols[symbol]
-	m.mu.RUnlock()
-	if s == nil {
-		return query.Quote{}, false
-	}
-	q := s.latest.Load()
-	if q == nil {
-		return query.Quote{}, false
-	}
-	return *q, true
-}
+func (m *Market) Quote(symbol string) (query.Quote, bool) { return latestOf(m, symbol, quoteOf) }
 
 // Quotes implements query.QuoteReader, ordered by symbol.
 func (m *Market) Quotes() []query.Quote {
+	return everyLatest(m, quoteOf, func(q *query.Quote) string { return q.Symbol })
+}
+
+func quoteOf(s *marketSymbol) *atomic.Pointer[query.Quote] { return &s.latest }
+
+func statsOf(s *marketSymbol) *atomic.Pointer[query.DayStats] { return &s.stats }
+
+// latestOf reads the latest value of one kind (the quote, the day statistics) of a symbol:
+// the lock only finds the symbol, the value is an atomic pointer that writers swap whole.
+func latestOf[T any](m *Market, symbol string, kind func(*marketSymbol) *atomic.Pointer[T]) (T, bool) {
 	m.mu.RLock()
-	out := make([]query.Quote, 0, len(m.symbols))
+	s := m.symbols[symbol]
+	m.mu.RUnlock()
+	var v *T
+	if s != nil {
+		v = kind(s).Load()
+	}
+	if v == nil {
+		var zero T
+		return zero, false
+	}
+	return *v, true
+}
+
+// everyLatest returns that value of every symbol that has one, ordered by symbol.
+func everyLatest[T any](m *Market, kind func(*marketSymbol) *atomic.Pointer[T], symbolOf func(*T) string) []T {
+	m.mu.RLock()
+	out := make([]T, 0, len(m.symbols))
 	for _, s := range m.symbols {
-		if q := s.latest.Load(); q != nil {
-			out = append(out, *q)
+		if v := kind(s).Load(); v != nil {
+			out = append(out, *v)
 		}
 	}
 	m.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].Symbol < out[j].Symbol })
+	sort.Slice(out, func(i, j int) bool { return symbolOf(&out[i]) < symbolOf(&out[j]) })
 	return out
 }
 
@@ -168,32 +182,11 @@ func (m *Market) Ticks(symbol string, limit int) []query.Quote {
 }
 
 // DayStats implements query.DayStatsReader.
-func (m *Market) DayStats(symbol string) (query.DayStats, bool) {
-	m.mu.RLock()
-	s := m.symbols[symbol]
-	m.mu.RUnlock()
-	if s == nil {
-		return query.DayStats{}, false
-	}
-	st := s.stats.Load()
-	if st == nil {
-		return query.DayStats{}, false
-	}
-	return *st, true
-}
+func (m *Market) DayStats(symbol string) (query.DayStats, bool) { return latestOf(m, symbol, statsOf) }
 
 // AllDayStats implements query.DayStatsReader, ordered by symbol.
 func (m *Market) AllDayStats() []query.DayStats {
-	m.mu.RLock()
-	out := make([]query.DayStats, 0, len(m.symbols))
-	for _, s := range m.symbols {
-		if st := s.stats.Load(); st != nil {
-			out = append(out, *st)
-		}
-	}
-	m.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].Symbol < out[j].Symbol })
-	return out
+	return everyLatest(m, statsOf, func(st *query.DayStats) string { return st.Symbol })
 }
 
 func dayStatsFromEvent(e *events.DayStatsUpdated) query.DayStats {

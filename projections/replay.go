@@ -154,13 +154,9 @@ func endOffsets(src Source, p Projection) (LogPositions, error) {
 			return nil, fmt.Errorf("replay: partitions of %s: %w", topic, err)
 		}
 		for _, part := range parts {
-			end, err := client.GetOffset(topic, part, sarama.OffsetNewest)
+			start, end, err := batch.Bounds(client, topic, part)
 			if err != nil {
-				return nil, fmt.Errorf("replay: end of %s/%d: %w", topic, part, err)
-			}
-			start, err := client.GetOffset(topic, part, sarama.OffsetOldest)
-			if err != nil {
-				return nil, fmt.Errorf("replay: start of %s/%d: %w", topic, part, err)
+				return nil, fmt.Errorf("replay: %w", err)
 			}
 			if end > start {
 				out[TopicPartition{topic, part}] = end

@@ -2,7 +2,6 @@ package query
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"tradesvc/events/trading"
 )
@@ -34,26 +33,21 @@ type AllOrdersQuery struct {
 
 // AllOrdersHandler answers GET /v1/allOrders.
 type AllOrdersHandler struct {
-	orders  OrderHistoryReader
-	symbols SymbolLookup
+	withSymbols[OrderHistoryReader]
 }
 
 // NewAllOrdersHandler builds the handler.
 func NewAllOrdersHandler(orders OrderHistoryReader, symbols SymbolLookup) (AllOrdersHandler, error) {
-	if orders == nil || symbols == nil {
-		return AllOrdersHandler{}, errors.New("query: nil OrderHistoryReader or SymbolLookup")
-	}
-	return AllOrdersHandler{orders: orders, symbols: symbols}, nil
+	w, err := newWithSymbols(orders, symbols, "OrderHistoryReader")
+	return AllOrdersHandler{w}, err
 }
 
 // Handle returns the order records of the window (HistoryWindow: -1127, -1128), terminal
 // statuses included, oldest first by setup time. orderId selects ids from it on, within the
 // window (the window always applies).
 func (h AllOrdersHandler) Handle(ctx context.Context, q AllOrdersQuery) ([]OrderRecord, error) {
-	if q.Symbol != "" {
-		if _, err := lookupSymbol(ctx, h.symbols, q.Symbol); err != nil {
-			return nil, err
-		}
+	if err := h.knownSymbol(ctx, q.Symbol); err != nil {
+		return nil, err
 	}
 	from, to, err := HistoryWindow(q.StartTime, q.EndTime, q.Now)
 	if err != nil {
@@ -66,7 +60,7 @@ func (h AllOrdersHandler) Handle(ctx context.Context, q AllOrdersQuery) ([]Order
 	if q.OrderID != nil {
 		w.FromOrderID = *q.OrderID
 	}
-	orders, err := h.orders.Orders(ctx, q.Login, w)
+	orders, err := h.read.Orders(ctx, q.Login, w)
 	if err != nil {
 		return nil, fmt.Errorf("read orders of %d: %w", q.Login, err)
 	}

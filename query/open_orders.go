@@ -2,7 +2,6 @@ package query
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"tradesvc/events/trading"
 )
@@ -23,48 +22,28 @@ type OpenOrdersQuery struct {
 }
 
 // OpenOrdersHandler answers GET /v1/openOrders.
-type OpenOrdersHandler struct {
-	orders  OpenOrderReader
-	symbols SymbolLookup
-}
+type OpenOrdersHandler struct{ withSymbols[OpenOrderReader] }
 
 // NewOpenOrdersHandler builds the handler.
 func NewOpenOrdersHandler(orders OpenOrderReader, symbols SymbolLookup) (OpenOrdersHandler, error) {
-	if orders == nil || symbols == nil {
-		return OpenOrdersHandler{}, errors.New("query: nil OpenOrderReader or SymbolLookup")
-	}
-	return OpenOrdersHandler{orders: orders, symbols: symbols}, nil
+	w, err := newWithSymbols(orders, symbols, "OpenOrderReader")
+	return OpenOrdersHandler{w}, err
 }
 
 // Handle returns the order records, ordered by order id; an unknown symbol is -1121.
 func (h OpenOrdersHandler) Handle(ctx context.Context, q OpenOrdersQuery) ([]OrderRecord, error) {
-	if q.Symbol != "" {
-		if _, err := lookupSymbol(ctx, h.symbols, q.Symbol); err != nil {
-			return nil, err
-		}
+	if err := h.knownSymbol(ctx, q.Symbol); err != nil {
+		return nil, err
 	}
-	orders, err := h.orders.OpenOrders(ctx, q.Login, q.Symbol)
+	orders, err := h.read.OpenOrders(ctx, q.Login, q.Symbol)
 	if err != nil {
 		return nil, fmt.Errorf("read open orders of %d: %w", q.Login, err)
 	}
 	return orderRecords(ctx, h.symbols, orders, q.APIKeyID)
 }
 
-// orderRecords renders orders with their symbols' digits (looked up once per symbol).
+// orderRecords renders orders with their symbols' digits.
 func orderRecords(ctx context.Context, symbols SymbolLookup, orders []trading.Order, apiKeyID int64) ([]OrderRecord, error) {
-	out := make([]OrderRecord, 0, len(orders))
-	digits := map[string]symbolDigits{}
-	for _, o := range orders {
-		sd, seen := digits[o.Symbol]
-		if !seen {
-			d, ok, err := digitsOf(ctx, symbols, o.Symbol)
-			if err != nil {
-				return nil, err
-			}
-			sd = symbolDigits{digits: d, known: ok}
-			digits[o.Symbol] = sd
-		}
-		out = append(out, orderRecord(o, apiKeyID, sd))
-	}
-	return out, nil
+	return renderWithSpecs(ctx, symbols, orders, func(o trading.Order) string { return o.Symbol },
+		func(o trading.Order, s symbolSpec) OrderRecord { return orderRecord(o, apiKeyID, s.digits()) })
 }

@@ -26,10 +26,9 @@ type PositionsQuery struct {
 
 // PositionsHandler answers GET /v1/positions.
 type PositionsHandler struct {
-	positions PositionLister
-	symbols   SymbolLookup
-	quotes    QuoteReader
-	accounts  AccountReader
+	withSymbols[PositionLister]
+	quotes   QuoteReader
+	accounts AccountReader
 }
 
 // NewPositionsHandler builds the handler.
@@ -37,7 +36,8 @@ func NewPositionsHandler(positions PositionLister, symbols SymbolLookup, quotes 
 	if positions == nil || symbols == nil || quotes == nil || accounts == nil {
 		return PositionsHandler{}, errors.New("query: nil PositionLister, SymbolLookup, QuoteReader or AccountReader")
 	}
-	return PositionsHandler{positions: positions, symbols: symbols, quotes: quotes, accounts: accounts}, nil
+	return PositionsHandler{withSymbols: withSymbols[PositionLister]{read: positions, symbols: symbols},
+		quotes: quotes, accounts: accounts}, nil
 }
 
 // Handle returns the position records ordered by position id; an unknown symbol is -1121.
@@ -47,12 +47,10 @@ func NewPositionsHandler(positions PositionLister, symbols SymbolLookup, quotes 
 // quotes, rounded half-even to cents); when a rate is missing the last reported profit is
 // shown.
 func (h PositionsHandler) Handle(ctx context.Context, q PositionsQuery) ([]PositionRecord, error) {
-	if q.Symbol != "" {
-		if _, err := lookupSymbol(ctx, h.symbols, q.Symbol); err != nil {
-			return nil, err
-		}
+	if err := h.knownSymbol(ctx, q.Symbol); err != nil {
+		return nil, err
 	}
-	positions, err := h.positions.OpenPositions(ctx, q.Login, q.Symbol)
+	positions, err := h.read.OpenPositions(ctx, q.Login, q.Symbol)
 	if err != nil {
 		return nil, fmt.Errorf("read positions of %d: %w", q.Login, err)
 	}
@@ -66,30 +64,29 @@ func (h PositionsHandler) Handle(ctx context.Context, q PositionsQuery) ([]Posit
 			currency = acct.Currency
 		}
 	}
-	out := make([]PositionRecord, 0, len(positions))
-	for _, p := range positions {
-		spec, ok, err := h.symbols.Symbol(ctx, p.Symbol)
-		if err != nil {
-			return nil, fmt.Errorf("look up symbol %q: %w", p.Symbol, err)
+	return renderWithSpecs(ctx, h.symbols, positions, func(p trading.Position) string { return p.Symbol },
+		func(p trading.Position, s symbolSpec) PositionRecord { return h.record(p, s, currency) })
+}
+
+// record renders a position; with a quote of a listed symbol it shows the current price and
+// the floating profit in the deposit currency.
+func (h PositionsHandler) record(p trading.Position, s symbolSpec, currency string) PositionRecord {
+	sd := s.digits()
+	r := PositionRecord{PositionID: p.PositionID, Login: p.Login, Symbol: p.Symbol, Side: p.Direction.String(),
+		Volume: plain(p.Volume), OpenPrice: sd.price(p.PriceOpen), SL: sd.stop(p.SL), TP: sd.stop(p.TP),
+		Profit: money(p.Profit), Swap: money(p.Swap), Comment: p.Comment, OpenTime: p.TimeOpen,
+		UpdateTime: p.UpdateTime}
+	if qt, ok := h.quotes.Quote(p.Symbol); ok && s.ok {
+		cur := qt.Bid // a buy closes at the bid, a sell at the ask
+		if p.Direction == 1 {
+			cur = qt.Ask
 		}
-		sd := symbolDigits{digits: spec.Digits, known: ok}
-		r := PositionRecord{PositionID: p.PositionID, Login: p.Login, Symbol: p.Symbol, Side: p.Direction.String(),
-			Volume: plain(p.Volume), OpenPrice: sd.price(p.PriceOpen), SL: sd.stop(p.SL), TP: sd.stop(p.TP),
-			Profit: money(p.Profit), Swap: money(p.Swap), Comment: p.Comment, OpenTime: p.TimeOpen,
-			UpdateTime: p.UpdateTime}
-		if qt, ok2 := h.quotes.Quote(p.Symbol); ok2 && ok {
-			cur := qt.Bid // a buy closes at the bid, a sell at the ask
-			if p.Direction == 1 {
-				cur = qt.Ask
-			}
-			r.CurrentPrice = sd.price(cur)
-			if profit, ok := h.floatingProfit(p, spec, cur, currency); ok {
-				r.Profit = money(profit)
-			}
+		r.CurrentPrice = sd.price(cur)
+		if profit, ok := h.floatingProfit(p, s.SymbolSpec, cur, currency); ok {
+			r.Profit = money(profit)
 		}
-		out = append(out, r)
 	}
-	return out, nil
+	return r
 }
 
 // floatingProfit is (close - open) * volume * contract size (negated for a sell) in the

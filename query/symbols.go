@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"tradesvc/events"
@@ -36,4 +37,61 @@ func digitsOf(ctx context.Context, r SymbolLookup, name string) (int32, bool, er
 		return 0, false, fmt.Errorf("look up symbol %q: %w", name, err)
 	}
 	return spec.Digits, ok, nil
+}
+
+// withSymbols is what a read that formats prices and volumes stands on: its read model and
+// the symbol lookup that gives their precision.
+type withSymbols[R any] struct {
+	read    R
+	symbols SymbolLookup
+}
+
+// newWithSymbols checks that both are set (name is R's, for the error): a handler built
+// without them would fail on its first request instead of at start.
+func newWithSymbols[R any](read R, symbols SymbolLookup, name string) (withSymbols[R], error) {
+	if any(read) == nil || symbols == nil {
+		return withSymbols[R]{}, errors.New("query: nil " + name + " or SymbolLookup")
+	}
+	return withSymbols[R]{read: read, symbols: symbols}, nil
+}
+
+// knownSymbol checks the symbol a list is narrowed to: none lists every symbol, an unknown
+// one is -1121.
+func (w withSymbols[R]) knownSymbol(ctx context.Context, name string) error {
+	if name == "" {
+		return nil
+	}
+	_, err := lookupSymbol(ctx, w.symbols, name)
+	return err
+}
+
+// symbolSpec is the specification of a record's symbol; ok is false when the symbol is no
+// longer listed (its records are still shown, their prices at their own precision).
+type symbolSpec struct {
+	trading.SymbolSpec
+	ok bool
+}
+
+func (s symbolSpec) digits() symbolDigits { return symbolDigits{digits: s.Digits, known: s.ok} }
+
+// renderWithSpecs renders each record with the specification of its symbol, looked up once
+// per symbol: a list of one login's records names few symbols, many times.
+func renderWithSpecs[T, R any](ctx context.Context, symbols SymbolLookup, records []T, symbolOf func(T) string,
+	render func(T, symbolSpec) R) ([]R, error) {
+	out := make([]R, 0, len(records))
+	specs := map[string]symbolSpec{}
+	for _, rec := range records {
+		name := symbolOf(rec)
+		s, seen := specs[name]
+		if !seen {
+			spec, ok, err := symbols.Symbol(ctx, name)
+			if err != nil {
+				return nil, fmt.Errorf("look up symbol %q: %w", name, err)
+			}
+			s = symbolSpec{SymbolSpec: spec, ok: ok}
+			specs[name] = s
+		}
+		out = append(out, render(rec, s))
+	}
+	return out, nil
 }

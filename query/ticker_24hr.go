@@ -1,11 +1,8 @@
 package query
 
 import (
-	"context"
 	"errors"
-	"sort"
 
-	"tradesvc/events"
 	"tradesvc/events/dec"
 )
 
@@ -17,52 +14,16 @@ type DayStatsReader interface {
 	AllDayStats() []DayStats
 }
 
-// Ticker24hrQuery asks for the day ticker of one symbol, or of all when Symbol is empty.
-type Ticker24hrQuery struct {
-	Symbol string
-}
-
 // Ticker24hrHandler answers GET /v1/ticker/24hr.
-type Ticker24hrHandler struct {
-	stats   DayStatsReader
-	symbols SymbolLookup
-}
+type Ticker24hrHandler = SnapshotHandler[DayStats, Ticker24hr]
 
 // NewTicker24hrHandler builds the handler.
 func NewTicker24hrHandler(stats DayStatsReader, symbols SymbolLookup) (Ticker24hrHandler, error) {
 	if stats == nil || symbols == nil {
 		return Ticker24hrHandler{}, errors.New("query: nil DayStatsReader or SymbolLookup")
 	}
-	return Ticker24hrHandler{stats: stats, symbols: symbols}, nil
-}
-
-// Handle returns one ticker when q.Symbol is set (-1121 if unknown, -5003 without
-// statistics) or the tickers of every symbol with statistics, sorted by symbol.
-func (h Ticker24hrHandler) Handle(ctx context.Context, q Ticker24hrQuery) ([]Ticker24hr, error) {
-	if q.Symbol != "" {
-		spec, err := lookupSymbol(ctx, h.symbols, q.Symbol)
-		if err != nil {
-			return nil, err
-		}
-		st, ok := h.stats.DayStats(q.Symbol)
-		if !ok {
-			return nil, events.Reject(events.CodeNoPrice, "No price for the symbol.")
-		}
-		return []Ticker24hr{toTicker24hr(st, spec.Digits)}, nil
-	}
-	all := h.stats.AllDayStats()
-	sort.Slice(all, func(i, j int) bool { return all[i].Symbol < all[j].Symbol })
-	out := make([]Ticker24hr, 0, len(all))
-	for _, st := range all {
-		d, ok, err := digitsOf(ctx, h.symbols, st.Symbol)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out = append(out, toTicker24hr(st, d))
-		}
-	}
-	return out, nil
+	return Ticker24hrHandler{latest: stats.DayStats, all: stats.AllDayStats,
+		symbolOf: func(s DayStats) string { return s.Symbol }, symbols: symbols, render: toTicker24hr}, nil
 }
 
 // toTicker24hr formats prices at digits, percentages at 2 places and volume as stored.

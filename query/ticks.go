@@ -2,7 +2,6 @@ package query
 
 import (
 	"context"
-	"errors"
 
 	"tradesvc/events"
 )
@@ -20,17 +19,12 @@ type TicksQuery struct {
 }
 
 // TicksHandler answers GET /v1/ticks from the in-memory tick buffer.
-type TicksHandler struct {
-	quotes  QuoteReader
-	symbols SymbolLookup
-}
+type TicksHandler struct{ withSymbols[QuoteReader] }
 
 // NewTicksHandler builds the handler.
 func NewTicksHandler(quotes QuoteReader, symbols SymbolLookup) (TicksHandler, error) {
-	if quotes == nil || symbols == nil {
-		return TicksHandler{}, errors.New("query: nil QuoteReader or SymbolLookup")
-	}
-	return TicksHandler{quotes: quotes, symbols: symbols}, nil
+	w, err := newWithSymbols(quotes, symbols, "QuoteReader")
+	return TicksHandler{w}, err
 }
 
 // Handle returns up to Limit ticks, oldest first; an empty array when the symbol is not
@@ -47,7 +41,7 @@ func (h TicksHandler) Handle(ctx context.Context, q TicksQuery) ([]Tick, error) 
 	if err != nil {
 		return nil, err
 	}
-	ticks := h.quotes.Ticks(q.Symbol, limit)
+	ticks := h.read.Ticks(q.Symbol, limit)
 	if len(ticks) > limit {
 		ticks = ticks[len(ticks)-limit:]
 	}

@@ -2,7 +2,6 @@ package query
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"tradesvc/events/trading"
 )
@@ -26,28 +25,19 @@ type UserTradesQuery struct {
 }
 
 // UserTradesHandler answers GET /v1/userTrades.
-type UserTradesHandler struct {
-	deals   DealHistoryReader
-	symbols SymbolLookup
-}
+type UserTradesHandler struct{ withSymbols[DealHistoryReader] }
 
 // NewUserTradesHandler builds the handler.
 func NewUserTradesHandler(deals DealHistoryReader, symbols SymbolLookup) (UserTradesHandler, error) {
-	if deals == nil || symbols == nil {
-		return UserTradesHandler{}, errors.New("query: nil DealHistoryReader or SymbolLookup")
-	}
-	return UserTradesHandler{deals: deals, symbols: symbols}, nil
+	w, err := newWithSymbols(deals, symbols, "DealHistoryReader")
+	return UserTradesHandler{w}, err
 }
 
 // Handle returns the deal records ordered by deal id. fromId overrides the time window
 // entirely (no window rule applies then); otherwise the window rules of HistoryWindow do.
-// Prices are at the symbol's digits, volumes at its volume step's precision, money at 4
-// places.
 func (h UserTradesHandler) Handle(ctx context.Context, q UserTradesQuery) ([]DealRecord, error) {
-	if q.Symbol != "" {
-		if _, err := lookupSymbol(ctx, h.symbols, q.Symbol); err != nil {
-			return nil, err
-		}
+	if err := h.knownSymbol(ctx, q.Symbol); err != nil {
+		return nil, err
 	}
 	w := TradesWindow{Symbol: q.Symbol, FromID: q.FromID, Limit: q.Limit}
 	if w.Limit <= 0 {
@@ -59,32 +49,19 @@ func (h UserTradesHandler) Handle(ctx context.Context, q UserTradesQuery) ([]Dea
 			return nil, err
 		}
 	}
-	deals, err := h.deals.UserTrades(ctx, q.Login, w)
+	deals, err := h.read.UserTrades(ctx, q.Login, w)
 	if err != nil {
 		return nil, fmt.Errorf("read deals of %d: %w", q.Login, err)
 	}
-	out := make([]DealRecord, 0, len(deals))
-	specs := map[string]*trading.SymbolSpec{}
-	for _, d := range deals {
-		spec, seen := specs[d.Symbol]
-		if !seen {
-			s, ok, err := h.symbols.Symbol(ctx, d.Symbol)
-			if err != nil {
-				return nil, fmt.Errorf("look up symbol %q: %w", d.Symbol, err)
-			}
-			if ok {
-				spec = &s
-			}
-			specs[d.Symbol] = spec
-		}
-		sd, vp := symbolDigits{}, int32(-1)
-		if spec != nil {
-			sd, vp = symbolDigits{digits: spec.Digits, known: true}, volumePlaces(*spec, true)
-		}
-		out = append(out, DealRecord{Login: d.Login, DealID: d.DealID, OrderID: d.OrderID, PositionID: d.PositionID,
-			Symbol: d.Symbol, Side: d.Action.Side().String(), Entry: d.Entry.String(), Volume: volumeAt(d.Volume, vp),
-			Price: sd.price(d.Price), Profit: money(d.Profit), Commission: money(d.Commission), Swap: money(d.Swap),
-			Comment: d.Comment, Time: d.Time})
-	}
-	return out, nil
+	return renderWithSpecs(ctx, h.symbols, deals, func(d trading.Deal) string { return d.Symbol }, toDealRecord)
+}
+
+// toDealRecord formats prices at the symbol's digits, volumes at its volume step's precision
+// and money at 4 places.
+func toDealRecord(d trading.Deal, s symbolSpec) DealRecord {
+	sd, vp := s.digits(), volumePlaces(s.SymbolSpec, s.ok)
+	return DealRecord{Login: d.Login, DealID: d.DealID, OrderID: d.OrderID, PositionID: d.PositionID,
+		Symbol: d.Symbol, Side: d.Action.Side().String(), Entry: d.Entry.String(), Volume: volumeAt(d.Volume, vp),
+		Price: sd.price(d.Price), Profit: money(d.Profit), Commission: money(d.Commission), Swap: money(d.Swap),
+		Comment: d.Comment, Time: d.Time}
 }

@@ -103,15 +103,20 @@ func (e *callRejected) Error() string { return fmt.Sprintf("%d %s (HTTP %d)", e.
 
 // callConfig fills what the flags leave empty from the environment, then from RUN_DIR/env.
 func callConfig(set callSettings, runDir string) (callSettings, error) {
-	fromEnv := func(dst *string, name string) {
-		if *dst == "" {
-			*dst = os.Getenv(name)
+	fill := func(lookup func(name string) string) {
+		for _, v := range []struct {
+			dst  *string
+			name string
+		}{
+			{&set.baseURL, "TRADESVC_BASE_URL"}, {&set.apiKey, "TRADESVC_API_KEY"},
+			{&set.apiSecret, "TRADESVC_API_SECRET"}, {&set.caCert, "TRADESVC_CA_CERT"},
+		} {
+			if *v.dst == "" {
+				*v.dst = lookup(v.name)
+			}
 		}
 	}
-	fromEnv(&set.baseURL, "TRADESVC_BASE_URL")
-	fromEnv(&set.apiKey, "TRADESVC_API_KEY")
-	fromEnv(&set.apiSecret, "TRADESVC_API_SECRET")
-	fromEnv(&set.caCert, "TRADESVC_CA_CERT")
+	fill(os.Getenv)
 	if set.baseURL == "" || set.apiKey == "" || set.apiSecret == "" || set.caCert == "" {
 		if runDir == "" {
 			runDir = os.Getenv("TRADESVC_RUN_DIR")
@@ -123,15 +128,7 @@ func callConfig(set callSettings, runDir string) (callSettings, error) {
 		vars, err := readEnvFile(file)
 		switch {
 		case err == nil:
-			fromFile := func(dst *string, name string) {
-				if *dst == "" {
-					*dst = vars[name]
-				}
-			}
-			fromFile(&set.baseURL, "TRADESVC_BASE_URL")
-			fromFile(&set.apiKey, "TRADESVC_API_KEY")
-			fromFile(&set.apiSecret, "TRADESVC_API_SECRET")
-			fromFile(&set.caCert, "TRADESVC_CA_CERT")
+			fill(func(name string) string { return vars[name] })
 		case !errors.Is(err, os.ErrNotExist):
 			return set, err
 		case set.baseURL == "":

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 
 	"tradesvc/cmd/tradesvc/app"
 	"tradesvc/infra/config"
@@ -50,7 +49,7 @@ func keysCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err != nil {
 			return err
 		}
-		created, err := store.Create(ctx, keys.CreateParams{Logins: logins, ReadOnly: readOnly, AllowCIDRs: splitComma(allowIP)})
+		created, err := store.Create(ctx, keys.CreateParams{Logins: logins, ReadOnly: readOnly, AllowCIDRs: config.SplitList(allowIP)})
 		if err != nil {
 			return err
 		}
@@ -105,7 +104,7 @@ func openKeyStore(ctx context.Context, cfg config.Config) (*keys.Store, func(), 
 }
 
 func parseLogins(s string) ([]int64, error) {
-	parts := splitComma(s)
+	parts := config.SplitList(s)
 	if len(parts) == 0 {
 		return nil, errors.New("--logins is required (comma-separated integers)")
 	}
@@ -118,16 +117,6 @@ func parseLogins(s string) ([]int64, error) {
 		out = append(out, v)
 	}
 	return out, nil
-}
-
-func splitComma(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 func cidrStrings(r keys.Record) []string {

@@ -21,13 +21,7 @@ import (
 var migrationFiles embed.FS
 
 // Migrations returns the embedded migration files (the root holds the *.sql files).
-func Migrations() fs.FS {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // the directory is embedded at compile time
-	}
-	return sub
-}
+func Migrations() fs.FS { return migrations.Dir(migrationFiles) }
 
 // Migration is one numbered SQL file split into its statements.
 type Migration struct {

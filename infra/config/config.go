@@ -135,7 +135,7 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	get := func(name string) string { return strings.TrimSpace(*raw[name]) }
 	c.Listen = get("listen")
 	c.RunDir = get("run-dir")
-	c.KafkaBrokers = splitList(get("kafka-brokers"))
+	c.KafkaBrokers = SplitList(get("kafka-brokers"))
 	c.TopicPrefix = get("topic-prefix")
 	c.PGURL = get("pg-url")
 	c.CHAddr = get("ch-addr")
@@ -147,7 +147,7 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	if c.MasterKeyFile == "" {
 		c.MasterKeyFile = filepath.Join(c.RunDir, "master.key")
 	}
-	c.Roles = splitList(get("roles"))
+	c.Roles = SplitList(get("roles"))
 	c.MetricsListen = get("metrics-listen")
 	c.SimListen = get("sim-listen")
 	c.SimAddr = get("sim-addr")
@@ -231,7 +231,9 @@ func (c Config) Validate() error {
 // Has reports whether the process runs role.
 func (c Config) Has(role string) bool { return slices.Contains(c.Roles, role) }
 
-func splitList(s string) []string {
+// SplitList splits a comma-separated setting or flag into its trimmed, non-empty items (nil
+// for none).
+func SplitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {

@@ -81,7 +81,7 @@ func loadStreams(get func(string) string) (Streams, error) {
 	num("ws-max-conns-per-addr", &st.MaxConnsPerAddr)
 	num("ws-send-queue", &st.SendQueue)
 	dur("ws-write-timeout", &st.WriteTimeout)
-	st.DepthSymbols = splitList(get("ws-depth-symbols"))
+	st.DepthSymbols = SplitList(get("ws-depth-symbols"))
 	dur("listen-key-lifetime", &st.ListenKeyLifetime)
 	dur("user-stream-recheck", &st.UserRecheck)
 	return st, errors.Join(errs...)

@@ -190,13 +190,9 @@ func readDeadLetterTopic(ctx context.Context, client sarama.Client, consumer sar
 	var parked []DeadLetter
 	index := map[int64]int{}
 	for _, part := range parts {
-		oldest, err := client.GetOffset(topic, part, sarama.OffsetOldest)
+		oldest, end, err := batch.Bounds(client, topic, part)
 		if err != nil {
-			return nil, fmt.Errorf("kafka: start of %s/%d: %w", topic, part, err)
-		}
-		end, err := client.GetOffset(topic, part, sarama.OffsetNewest)
-		if err != nil {
-			return nil, fmt.Errorf("kafka: end of %s/%d: %w", topic, part, err)
+			return nil, fmt.Errorf("kafka: %w", err)
 		}
 		if end <= oldest {
 			continue

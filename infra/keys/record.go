@@ -35,21 +35,6 @@ func (r Record) AllowsLogin(login int64) bool {
 	return found
 }
 
-// AllowsAddr reports whether a request from addr may use the key: any address when the key
-// has no CIDR list, otherwise one inside a listed network.
-func (r Record) AllowsAddr(addr netip.Addr) bool {
-	if len(r.AllowCIDRs) == 0 {
-		return true
-	}
-	addr = addr.Unmap()
-	for _, p := range r.AllowCIDRs {
-		if p.Contains(addr) {
-			return true
-		}
-	}
-	return false
-}
-
 // normalizeLogins sorts and deduplicates logins and refuses non-positive ones.
 func normalizeLogins(logins []int64) ([]int64, error) {
 	out := slices.Clone(logins)

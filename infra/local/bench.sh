@@ -50,7 +50,6 @@ SVC_OUT=$OUT/bench
 NAME=bench_$(date +%s)_$$
 RUN_DIR=
 SVC_PID=
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 stop_service() {
   if [[ -n $SVC_PID ]] && ! pid_gone "$SVC_PID"; then
@@ -59,11 +58,7 @@ stop_service() {
   fi
   SVC_PID=
   [[ -n $RUN_DIR ]] || return 0
-  psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $NAME WITH (FORCE)" >/dev/null 2>&1 || log "could not drop Postgres database $NAME"
-  clickhouse-client --host 127.0.0.1 --port "${CH##*:}" -q "DROP DATABASE IF EXISTS $NAME" >/dev/null 2>&1 ||
-    log "could not drop ClickHouse database $NAME"
-  "$HERE/kafka.sh" tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$KAFKA" --delete --topic "$NAME\\..*" \
-    >/dev/null 2>&1 || log "could not delete the topics $NAME.*"
+  drop_isolated_stores
   rm -rf "$RUN_DIR"
   RUN_DIR=
 }
@@ -80,16 +75,7 @@ start_service() {
   RUN_DIR=$(mktemp -d /tmp/tradesvc-bench.XXXXXX)
   psql -q "$PG_ADMIN" -c "CREATE DATABASE $NAME" >/dev/null
   clickhouse-client --host 127.0.0.1 --port "${CH##*:}" -q "CREATE DATABASE $NAME" >/dev/null
-  export TRADESVC_LISTEN=127.0.0.1:$(free_port)
-  export TRADESVC_SIM_LISTEN=127.0.0.1:$(free_port)
-  export TRADESVC_METRICS_LISTEN=127.0.0.1:$(free_port)
-  export TRADESVC_RUN_DIR=$RUN_DIR
-  export TRADESVC_KAFKA_BROKERS=$KAFKA
-  export TRADESVC_TOPIC_PREFIX=$NAME.
-  export TRADESVC_PG_URL=${PG_ADMIN/\/tradesvc\?//$NAME?}
-  export TRADESVC_CH_ADDR=$CH
-  export TRADESVC_CH_DATABASE=$NAME
-  export TRADESVC_LOG_LEVEL=warn
+  export_isolated_service
   log "go build -o .run/test/bench/tradesvc ./cmd/tradesvc"
   go build -o "$SVC_OUT/tradesvc" ./cmd/tradesvc
   log "starting tradesvc serve on $TRADESVC_LISTEN (topics $NAME.*, databases $NAME; log .run/test/bench/tradesvc.log)"

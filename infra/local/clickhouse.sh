@@ -137,19 +137,6 @@ stop() {
   stop_pidfile clickhouse "$PIDF" 30
 }
 
-status() {
-  if running; then
-    echo "clickhouse running  pid $(pid_of "$PIDF")  127.0.0.1:$TCP_PORT (http $HTTP_PORT)"
-  else
-    echo "clickhouse stopped  127.0.0.1:$TCP_PORT (http $HTTP_PORT)"
-    return 3
-  fi
-}
+status() { service_status clickhouse "$PIDF" "127.0.0.1:$TCP_PORT (http $HTTP_PORT)" "127.0.0.1:$TCP_PORT (http $HTTP_PORT)"; }
 
-case $cmd in
-install) install ;;
-start) start ;;
-stop) stop ;;
-status) status ;;
-*) die "unknown command $cmd" ;;
-esac
+service_main "$cmd"

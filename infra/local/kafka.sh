@@ -236,19 +236,6 @@ stop() {
   stop_pidfile kafka "$PIDF" 60
 }
 
-status() {
-  if running; then
-    echo "kafka      running  pid $(pid_of "$PIDF")  127.0.0.1:$PORT (controller $CPORT)"
-  else
-    echo "kafka      stopped  127.0.0.1:$PORT"
-    return 3
-  fi
-}
+status() { service_status kafka "$PIDF" "127.0.0.1:$PORT (controller $CPORT)" "127.0.0.1:$PORT"; }
 
-case $cmd in
-install) install ;;
-start) start ;;
-stop) stop ;;
-status) status ;;
-*) die "unknown command $cmd" ;;
-esac
+service_main "$cmd"

@@ -160,3 +160,51 @@ with_test_services() {
   export TRADESVC_TEST_PG_URL='postgres://tradesvc@127.0.0.1:25432/tradesvc?sslmode=disable'
   export TRADESVC_TEST_CH_ADDR=127.0.0.1:29000
 }
+
+# service_status NAME PIDFILE RUNNING_AT STOPPED_AT: the status line of a service script, from its
+# `running` function; returns 3 when the service is stopped (as `services.sh status` expects).
+service_status() {
+  if running; then
+    printf '%-10s running  pid %s  %s\n' "$1" "$(pid_of "$2")" "$3"
+  else
+    printf '%-10s stopped  %s\n' "$1" "$4"
+    return 3
+  fi
+}
+
+# service_main CMD: runs the service script's function CMD (install, start, stop or status).
+service_main() {
+  case $1 in
+  install | start | stop | status) "$1" ;;
+  *) die "unknown command $1" ;;
+  esac
+}
+
+# free_port prints a TCP port that is free on 127.0.0.1 now.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# export_isolated_service exports the settings of a `tradesvc serve` of its own on the test services
+# ($KAFKA, $PG_ADMIN, $CH): free ports, run directory $RUN_DIR, topics $NAME.*, databases $NAME (which the
+# caller creates and drop_isolated_stores drops).
+export_isolated_service() {
+  export TRADESVC_LISTEN=127.0.0.1:$(free_port)
+  export TRADESVC_SIM_LISTEN=127.0.0.1:$(free_port)
+  export TRADESVC_METRICS_LISTEN=127.0.0.1:$(free_port)
+  export TRADESVC_RUN_DIR=$RUN_DIR
+  export TRADESVC_KAFKA_BROKERS=$KAFKA
+  export TRADESVC_TOPIC_PREFIX=$NAME.
+  export TRADESVC_PG_URL=${PG_ADMIN/\/tradesvc\?//$NAME?}
+  export TRADESVC_CH_ADDR=$CH
+  export TRADESVC_CH_DATABASE=$NAME
+  export TRADESVC_LOG_LEVEL=warn
+}
+
+# drop_isolated_stores drops the databases $NAME and the topics $NAME.* of an isolated service, logging
+# what it could not drop.
+drop_isolated_stores() {
+  psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $NAME WITH (FORCE)" >/dev/null 2>&1 || log "could not drop Postgres database $NAME"
+  clickhouse-client --host 127.0.0.1 --port "${CH##*:}" -q "DROP DATABASE IF EXISTS $NAME" >/dev/null 2>&1 ||
+    log "could not drop ClickHouse database $NAME"
+  "$HERE/kafka.sh" tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$KAFKA" --delete --topic "$NAME\\..*" \
+    >/dev/null 2>&1 || log "could not delete the topics $NAME.*"
+}

@@ -134,19 +134,6 @@ stop() {
   stop_pidfile postgres "$PIDF" 15
 }
 
-status() {
-  if running; then
-    echo "postgres   running  pid $(pid_of "$PIDF")  127.0.0.1:$PORT"
-  else
-    echo "postgres   stopped  127.0.0.1:$PORT"
-    return 3
-  fi
-}
+status() { service_status postgres "$PIDF" "127.0.0.1:$PORT" "127.0.0.1:$PORT"; }
 
-case $cmd in
-install) install ;;
-start) start ;;
-stop) stop ;;
-status) status ;;
-*) die "unknown command $cmd" ;;
-esac
+service_main "$cmd"

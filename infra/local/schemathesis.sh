@@ -68,7 +68,6 @@ RUN_DIR=$(mktemp -d /tmp/tradesvc-schemathesis.XXXXXX)
 mkdir -p "$OUT"
 SVC_LOG=$OUT/tradesvc.log
 SVC_PID=
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 cleanup() {
   local rc=$?
@@ -76,11 +75,7 @@ cleanup() {
     kill -TERM "$SVC_PID" 2>/dev/null || true
     wait_until 30 "tradesvc (schemathesis) to stop" pid_gone "$SVC_PID" || kill -KILL "$SVC_PID" 2>/dev/null || true
   fi
-  psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $NAME WITH (FORCE)" >/dev/null 2>&1 || log "could not drop Postgres database $NAME"
-  clickhouse-client --host 127.0.0.1 --port "${CH##*:}" -q "DROP DATABASE IF EXISTS $NAME" >/dev/null 2>&1 ||
-    log "could not drop ClickHouse database $NAME"
-  "$HERE/kafka.sh" tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$KAFKA" --delete --topic "$NAME\\..*" \
-    >/dev/null 2>&1 || log "could not delete the topics $NAME.*"
+  drop_isolated_stores
   rm -rf "$RUN_DIR"
   return $rc
 }
@@ -90,17 +85,7 @@ prev_trap=$(trap -p EXIT | sed -E "s/^trap -- '(.*)' EXIT$/\1/")
 trap "cleanup; ${prev_trap:-:}" EXIT
 
 psql -q "$PG_ADMIN" -c "CREATE DATABASE $NAME" >/dev/null
-PORT=$(free_port)
-export TRADESVC_LISTEN=127.0.0.1:$PORT
-export TRADESVC_SIM_LISTEN=127.0.0.1:$(free_port)
-export TRADESVC_METRICS_LISTEN=127.0.0.1:$(free_port)
-export TRADESVC_RUN_DIR=$RUN_DIR
-export TRADESVC_KAFKA_BROKERS=$KAFKA
-export TRADESVC_TOPIC_PREFIX=$NAME.
-export TRADESVC_PG_URL=${PG_ADMIN/\/tradesvc\?//$NAME?}
-export TRADESVC_CH_ADDR=$CH
-export TRADESVC_CH_DATABASE=$NAME
-export TRADESVC_LOG_LEVEL=warn
+export_isolated_service
 
 log "go build -o .run/test/schemathesis/tradesvc ./cmd/tradesvc"
 go build -o "$OUT/tradesvc" ./cmd/tradesvc

@@ -44,58 +44,66 @@ type Metrics struct {
 }
 
 // New registers every collector on a fresh registry (plus the Go runtime and process ones).
+// A collector is registered where it is declared, so none can be declared and never exported.
 func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tradesvc_" + name, Help: help}, labels)
+		reg.MustRegister(c)
+		return c
+	}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tradesvc_" + name, Help: help}, labels)
+		reg.MustRegister(g)
+		return g
+	}
+	histogram := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "tradesvc_" + name, Help: help, Buckets: buckets}, labels)
+		reg.MustRegister(h)
+		return h
+	}
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tradesvc_http_requests_total",
-			Help: "REST requests answered, by method, route and HTTP status."}, []string{"method", "route", "status"}),
-		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "tradesvc_http_request_duration_seconds",
-			Help:    "Time to answer a REST request, by method and route.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"method", "route"}),
-		projBatches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tradesvc_projection_batches_total",
-			Help: "Batches a projection applied."}, []string{"projection"}),
-		projEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tradesvc_projection_events_total",
-			Help: "Events a projection applied."}, []string{"projection"}),
-		projFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tradesvc_projection_failures_total",
-			Help: "Failed attempts to apply a batch (each is retried)."}, []string{"projection"}),
-		projOffset: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tradesvc_projection_offset",
-			Help: "Offset of the last message a projection applied, per topic partition."}, []string{"projection", "topic", "partition"}),
-		relayAppended: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tradesvc_relay_appended_total",
-			Help: "Records the relay appended to the log from the trade server, by feed."}, []string{"feed"}),
-		relaySeq: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tradesvc_relay_sequence",
-			Help: "Last trade-server feed sequence the relay appended, by feed."}, []string{"feed"}),
-		ready: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tradesvc_ready",
-			Help: "1 when the role is ready (GET /readyz), 0 when not."}, []string{"role"}),
-		dependencyUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tradesvc_dependency_up",
-			Help: "1 when the dependency answered its last probe (kafka, postgres, clickhouse, tradeServer), 0 when not."},
-			[]string{"dependency"}),
-		lagEvents: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tradesvc_consumer_lag_events",
-			Help: "Messages of its partitions a projection (or the executor) has not applied yet."}, []string{"consumer"}),
-		lagSeconds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tradesvc_consumer_lag_seconds",
-			Help: "How far behind the log a consumer is, in seconds of log time (0 when caught up)."}, []string{"consumer"}),
-		stuck: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tradesvc_consumer_stuck",
-			Help: "1 when a consumer is behind or failing without progress for longer than the stall bound."}, []string{"consumer"}),
-		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tradesvc_dead_letters_total",
-			Help: "Messages a consumer parked in the dead-letter topic of their topic."}, []string{"consumer", "topic"}),
-		quoteAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "tradesvc_quote_age_seconds",
-			Help: "Age of the newest quote of a symbol in the gateway's market projection."}, []string{"symbol"}),
-		undecodable: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tradesvc_tail_undecodable_total",
-			Help: "Messages the gateway's tick tail could not decode (the projections park them)."}, []string{"topic"}),
+		reg: reg,
+		httpRequests: counter("http_requests_total",
+			"REST requests answered, by method, route and HTTP status.", "method", "route", "status"),
+		httpDuration: histogram("http_request_duration_seconds", "Time to answer a REST request, by method and route.",
+			[]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "method", "route"),
+		projBatches:  counter("projection_batches_total", "Batches a projection applied.", "projection"),
+		projEvents:   counter("projection_events_total", "Events a projection applied.", "projection"),
+		projFailures: counter("projection_failures_total", "Failed attempts to apply a batch (each is retried).", "projection"),
+		projOffset: gauge("projection_offset",
+			"Offset of the last message a projection applied, per topic partition.", "projection", "topic", "partition"),
+		relayAppended: counter("relay_appended_total",
+			"Records the relay appended to the log from the trade server, by feed.", "feed"),
+		relaySeq: gauge("relay_sequence", "Last trade-server feed sequence the relay appended, by feed.", "feed"),
+		ready:    gauge("ready", "1 when the role is ready (GET /readyz), 0 when not.", "role"),
+		dependencyUp: gauge("dependency_up",
+			"1 when the dependency answered its last probe (kafka, postgres, clickhouse, tradeServer), 0 when not.",
+			"dependency"),
+		lagEvents: gauge("consumer_lag_events",
+			"Messages of its partitions a projection (or the executor) has not applied yet.", "consumer"),
+		lagSeconds: gauge("consumer_lag_seconds",
+			"How far behind the log a consumer is, in seconds of log time (0 when caught up).", "consumer"),
+		stuck: gauge("consumer_stuck",
+			"1 when a consumer is behind or failing without progress for longer than the stall bound.", "consumer"),
+		deadLetters: counter("dead_letters_total",
+			"Messages a consumer parked in the dead-letter topic of their topic.", "consumer", "topic"),
+		quoteAge: gauge("quote_age_seconds",
+			"Age of the newest quote of a symbol in the gateway's market projection.", "symbol"),
+		undecodable: counter("tail_undecodable_total",
+			"Messages the gateway's tick tail could not decode (the projections park them).", "topic"),
 		heartbeatAge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tradesvc_executor_heartbeat_age_seconds",
 			Help: "Seconds since this executor last recorded its heartbeat."}),
-		orderStage: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "tradesvc_order_stage_seconds",
-			Help: "Where an operation's time goes, stage by stage (docs/benchmarks.md): recorded, queued (from " +
-				"the request's arrival), picked (from the command's append), claimed, sent, appended (from the " +
+		orderStage: histogram("order_stage_seconds",
+			"Where an operation's time goes, stage by stage (docs/benchmarks.md): recorded, queued (from "+
+				"the request's arrival), picked (from the command's append), claimed, sent, appended (from the "+
 				"decision), projected (from the decision), answered (from the request's arrival).",
-			Buckets: []float64{.0001, .00025, .0005, .001, .002, .004, .008, .016, .032, .064, .128, .256, .512, 1, 2, 5}},
-			[]string{"stage"}),
-		shed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tradesvc_shed_total",
-			Help: "Operations answered -1008 (overloaded; did not execute), by kind and the bound that was passed."},
-			[]string{"kind", "reason"}),
+			[]float64{.0001, .00025, .0005, .001, .002, .004, .008, .016, .032, .064, .128, .256, .512, 1, 2, 5}, "stage"),
+		shed: counter("shed_total",
+			"Operations answered -1008 (overloaded; did not execute), by kind and the bound that was passed.",
+			"kind", "reason"),
 	}
-	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.projBatches, m.projEvents, m.projFailures, m.projOffset,
-		m.relayAppended, m.relaySeq, m.ready, m.dependencyUp, m.lagEvents, m.lagSeconds, m.stuck, m.deadLetters,
-		m.quoteAge, m.undecodable, m.heartbeatAge, m.orderStage, m.shed,
+	reg.MustRegister(m.heartbeatAge,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

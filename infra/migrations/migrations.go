@@ -11,6 +11,16 @@ import (
 	"strings"
 )
 
+// Dir returns the directory "migrations" of embedded, the files a package embeds with
+// //go:embed migrations, as the root Load reads.
+func Dir(embedded fs.FS) fs.FS {
+	sub, err := fs.Sub(embedded, "migrations")
+	if err != nil {
+		panic(err) // the directory is embedded at compile time
+	}
+	return sub
+}
+
 // File is one numbered migration file.
 type File struct {
 	Version int

@@ -56,22 +56,3 @@ func (s *Story) check() {
 func refusedUnsent(a Answer) bool {
 	return a.Status == string(trading.StatusRejected) && a.Code == int(events.CodeUnavailable) && a.Retcode == 0
 }
-
-// TagOf is the correlation tag a platform comment ends with ('#' and six base-62 digits), or
-// "" when it carries none.
-func TagOf(comment string) string {
-	if len(comment) < 7 {
-		return ""
-	}
-	tag := comment[len(comment)-7:]
-	if tag[0] != '#' {
-		return ""
-	}
-	for i := 1; i < 7; i++ {
-		c := tag[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return ""
-		}
-	}
-	return tag
-}

@@ -12,6 +12,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"tradesvc/events"
+	"tradesvc/events/trading"
 )
 
 // Query says whose stories to tell: one login's client order id, every operation that
@@ -259,11 +260,11 @@ func namesTicket(e events.Event, order, position int64) (string, tagKey, bool) {
 	case *events.ExecutionOutcome:
 		return x.OperationID, tagKey{x.Login, x.Tag}, match(x.OrderID, x.Position)
 	case *events.DealAdded:
-		return "", tagKey{x.Login, TagOf(x.Comment)}, match(x.OrderID, x.PositionID)
+		return "", tagKey{x.Login, trading.TagOf(x.Comment)}, match(x.OrderID, x.PositionID)
 	case *events.OrderChanged:
-		return "", tagKey{x.Login, TagOf(x.Comment)}, match(x.OrderID, x.PositionID)
+		return "", tagKey{x.Login, trading.TagOf(x.Comment)}, match(x.OrderID, x.PositionID)
 	case *events.PositionChanged:
-		return "", tagKey{x.Login, TagOf(x.Comment)}, match(0, x.PositionID)
+		return "", tagKey{x.Login, trading.TagOf(x.Comment)}, match(0, x.PositionID)
 	}
 	return "", tagKey{}, false
 }
@@ -314,7 +315,7 @@ func (l *Log) readStories(ctx context.Context, q Query, w *wanted) ([]Record, er
 	}
 	tags := tagsByLogin(w.tags)
 	recs, err := l.scanLogins(ctx, events.TopicTrades(), w.loginList(), from, func(m *sarama.ConsumerMessage) bool {
-		tag := TagOf(stringField(m.Value, "comment"))
+		tag := trading.TagOf(stringField(m.Value, "comment"))
 		return tag != "" && tags[string(m.Key)][tag]
 	})
 	if err != nil {

@@ -151,13 +151,9 @@ func (l *Log) scanPartition(ctx context.Context, topic string, p int32, w window
 // bounds is the offset range of partition p within w: from the first record at or after
 // w.from (Kafka's offsets-for-times lookup) to the first after w.to, or the partition's ends.
 func (l *Log) bounds(topic string, p int32, w window) (int64, int64, error) {
-	oldest, err := l.client.GetOffset(topic, p, sarama.OffsetOldest)
+	oldest, newest, err := batch.Bounds(l.client, topic, p)
 	if err != nil {
-		return 0, 0, fmt.Errorf("audit: start of %s/%d: %w", topic, p, err)
-	}
-	newest, err := l.client.GetOffset(topic, p, sarama.OffsetNewest)
-	if err != nil {
-		return 0, 0, fmt.Errorf("audit: end of %s/%d: %w", topic, p, err)
+		return 0, 0, fmt.Errorf("audit: %w", err)
 	}
 	start, end := oldest, newest
 	if !w.from.IsZero() {

@@ -157,7 +157,7 @@ func Build(ids []string, records []Record, applied projections.LogPositions) []S
 	}
 	for _, r := range records {
 		if d, ok := r.Event.(*events.DealAdded); ok && trading.DealAction(d.Action).IsTrade() {
-			if s := byTag[tagKey{d.Login, TagOf(d.Comment)}]; s != nil {
+			if s := byTag[tagKey{d.Login, trading.TagOf(d.Comment)}]; s != nil {
 				s.addDeal(d, r.Place)
 			}
 		}

@@ -129,17 +129,7 @@ func Compare(tables []Table, live, replayed map[string]Rows) []Difference {
 			skip[c] = true
 		}
 		l, r := live[t.Name], replayed[t.Name]
-		keys := make([]string, 0, len(l)+len(r))
-		for k := range l {
-			keys = append(keys, k)
-		}
-		for k := range r {
-			if _, ok := l[k]; !ok {
-				keys = append(keys, k)
-			}
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range keysOfBoth(l, r) {
 			lr, inLive := l[k]
 			rr, inReplay := r[k]
 			switch {
@@ -156,18 +146,8 @@ func Compare(tables []Table, live, replayed map[string]Rows) []Difference {
 }
 
 func columnDiffs(table, key string, l, r map[string]json.RawMessage, skip map[string]bool) []Difference {
-	cols := make([]string, 0, len(l))
-	for c := range l {
-		cols = append(cols, c)
-	}
-	for c := range r {
-		if _, ok := l[c]; !ok {
-			cols = append(cols, c)
-		}
-	}
-	sort.Strings(cols)
 	var out []Difference
-	for _, c := range cols {
+	for _, c := range keysOfBoth(l, r) {
 		if skip[c] || bytes.Equal(l[c], r[c]) {
 			continue
 		}
@@ -196,4 +176,19 @@ func rowJSON(row map[string]json.RawMessage, skip map[string]bool) json.RawMessa
 		return json.RawMessage(`"unprintable row"`)
 	}
 	return b
+}
+
+// keysOfBoth returns the keys of either map, sorted, each once.
+func keysOfBoth[V any](l, r map[string]V) []string {
+	keys := make([]string, 0, len(l)+len(r))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	for k := range r {
+		if _, ok := l[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
 }

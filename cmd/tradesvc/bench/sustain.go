@@ -59,52 +59,42 @@ func judge(lr LoadResult, bound time.Duration) Step {
 // orders per second. It returns 0 when no rate passed.
 func search(o Options, step func(rate float64) (Step, error)) (float64, []Step, error) {
 	var steps []Step
+	good, bad := 0.0, 0.0
+	// try runs a step and moves the bound it decides: good when the rate passes, bad when not.
 	try := func(rate float64) (bool, error) {
 		st, err := step(rate)
 		if err != nil {
 			return false, err
 		}
 		steps = append(steps, st)
+		if st.Pass {
+			good = rate
+		} else {
+			bad = rate
+		}
 		return st.Pass, nil
 	}
-	good, bad := 0.0, 0.0
 	for rate := math.Round(o.From); ; {
 		pass, err := try(rate)
 		if err != nil {
 			return good, steps, err
 		}
 		if !pass {
-			bad = rate
 			break
 		}
-		good = rate
 		if rate >= o.Max {
 			return good, steps, nil
 		}
 		rate = math.Min(o.Max, math.Max(rate+1, math.Round(rate*o.Factor)))
 	}
 	for tries := 0; good == 0 && tries < 3 && bad > 1; tries++ {
-		rate := math.Max(1, math.Round(bad/o.Factor))
-		pass, err := try(rate)
-		if err != nil {
+		if _, err := try(math.Max(1, math.Round(bad/o.Factor))); err != nil {
 			return good, steps, err
-		}
-		if pass {
-			good = rate
-		} else {
-			bad = rate
 		}
 	}
 	for i := 0; i < o.Refine && good > 0 && bad-good > math.Max(1, good*0.05); i++ {
-		mid := math.Round((good + bad) / 2)
-		pass, err := try(mid)
-		if err != nil {
+		if _, err := try(math.Round((good + bad) / 2)); err != nil {
 			return good, steps, err
-		}
-		if pass {
-			good = mid
-		} else {
-			bad = mid
 		}
 	}
 	return good, steps, nil

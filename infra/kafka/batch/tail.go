@@ -140,15 +140,23 @@ func tailOnce(ctx context.Context, cfg TailConfig, sc *sarama.Config, handle fun
 
 // tailStart is the offset Backfill messages before the newest of partition p, or its oldest.
 func tailStart(client sarama.Client, cfg TailConfig, p int32) (int64, error) {
-	newest, err := client.GetOffset(cfg.Topic, p, sarama.OffsetNewest)
+	oldest, end, err := Bounds(client, cfg.Topic, p)
 	if err != nil {
-		return 0, fmt.Errorf("batch: tail %s/%d offset: %w", cfg.Topic, p, err)
+		return 0, fmt.Errorf("batch: tail: %w", err)
 	}
-	oldest, err := client.GetOffset(cfg.Topic, p, sarama.OffsetOldest)
-	if err != nil {
-		return 0, fmt.Errorf("batch: tail %s/%d offset: %w", cfg.Topic, p, err)
+	return max(end-cfg.Backfill, oldest), nil
+}
+
+// Bounds returns the offset range a partition holds now: its oldest message's offset and the
+// offset just past its newest (equal when it holds none).
+func Bounds(client sarama.Client, topic string, part int32) (oldest, end int64, err error) {
+	if oldest, err = client.GetOffset(topic, part, sarama.OffsetOldest); err != nil {
+		return 0, 0, fmt.Errorf("start of %s/%d: %w", topic, part, err)
 	}
-	return max(newest-cfg.Backfill, oldest), nil
+	if end, err = client.GetOffset(topic, part, sarama.OffsetNewest); err != nil {
+		return 0, 0, fmt.Errorf("end of %s/%d: %w", topic, part, err)
+	}
+	return oldest, end, nil
 }
 
 // atomicFlag is a set-once flag shared by the partition goroutines.

@@ -28,44 +28,49 @@ func (c *Client) Send(ctx context.Context, req mt5.TradeRequest) (mt5.TradeResul
 
 // OrdersByTag implements mt5.TradeServer.
 func (c *Client) OrdersByTag(ctx context.Context, login int64, tag string) ([]mt5.Order, error) {
-	var out []mt5.Order
-	err := c.call(ctx, c.callTimeout, "/port/ordersByTag", &loginTagReq{Login: login, Tag: tag}, &out)
-	return out, err
+	return fetch[[]mt5.Order](ctx, c, "/port/ordersByTag", &loginTagReq{Login: login, Tag: tag})
 }
 
 // DealsByTag implements mt5.TradeServer.
 func (c *Client) DealsByTag(ctx context.Context, login int64, tag string) ([]mt5.Deal, error) {
-	var out []mt5.Deal
-	err := c.call(ctx, c.callTimeout, "/port/dealsByTag", &loginTagReq{Login: login, Tag: tag}, &out)
-	return out, err
+	return fetch[[]mt5.Deal](ctx, c, "/port/dealsByTag", &loginTagReq{Login: login, Tag: tag})
 }
 
 // Facts long-polls the fact feed: it returns as soon as the server has at least one fact
 // after the cursor, and keeps polling (each poll bounded by PollWait on the server) until
 // then or until ctx ends, in which case it returns ctx's error.
 func (c *Client) Facts(ctx context.Context, after uint64, max int) ([]mt5.Fact, error) {
-	for {
-		var out factsResp
-		if err := c.poll(ctx, "/port/facts", after, max, &out); err != nil {
-			return nil, err
-		}
-		if len(out.Facts) > 0 {
-			return out.Facts, nil
-		}
-	}
+	return pollUntilAny(ctx, c, "/port/facts", after, max, func(r *factsResp) []mt5.Fact { return r.Facts })
 }
 
 // Ticks long-polls the tick feed like Facts.
 func (c *Client) Ticks(ctx context.Context, after uint64, max int) ([]mt5.Tick, error) {
+	return pollUntilAny(ctx, c, "/port/ticks", after, max, func(r *ticksResp) []mt5.Tick { return r.Ticks })
+}
+
+// pollUntilAny polls path until the server has at least one item after the cursor, or ctx ends
+// (its error).
+func pollUntilAny[R, T any](ctx context.Context, c *Client, path string, after uint64, max int, items func(*R) []T) ([]T, error) {
 	for {
-		var out ticksResp
-		if err := c.poll(ctx, "/port/ticks", after, max, &out); err != nil {
+		var out R
+		if err := c.poll(ctx, path, after, max, &out); err != nil {
 			return nil, err
 		}
-		if len(out.Ticks) > 0 {
-			return out.Ticks, nil
+		if got := items(&out); len(got) > 0 {
+			return got, nil
 		}
 	}
+}
+
+// fetch makes one call of the port under the call timeout and returns its answer decoded as
+// T (T's zero value with an error).
+func fetch[T any](ctx context.Context, c *Client, path string, req any) (T, error) {
+	var out T
+	if err := c.call(ctx, c.callTimeout, path, req, &out); err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
 }
 
 // poll runs one long poll. The server's wait is cut to the caller's deadline so that an
@@ -92,83 +97,55 @@ func (c *Client) poll(ctx context.Context, path string, after uint64, n int, out
 
 // ServerInfo implements mt5.TradeServer.
 func (c *Client) ServerInfo(ctx context.Context) (mt5.ServerInfo, error) {
-	var out mt5.ServerInfo
-	err := c.call(ctx, c.callTimeout, "/port/serverInfo", nil, &out)
-	return out, err
+	return fetch[mt5.ServerInfo](ctx, c, "/port/serverInfo", nil)
 }
 
 // Symbols implements mt5.TradeServer.
 func (c *Client) Symbols(ctx context.Context) ([]mt5.Symbol, error) {
-	var out []mt5.Symbol
-	err := c.call(ctx, c.callTimeout, "/port/symbols", nil, &out)
-	return out, err
+	return fetch[[]mt5.Symbol](ctx, c, "/port/symbols", nil)
 }
 
 // Groups implements mt5.TradeServer.
 func (c *Client) Groups(ctx context.Context) ([]mt5.Group, error) {
-	var out []mt5.Group
-	err := c.call(ctx, c.callTimeout, "/port/groups", nil, &out)
-	return out, err
+	return fetch[[]mt5.Group](ctx, c, "/port/groups", nil)
 }
 
 // Accounts implements mt5.TradeServer.
 func (c *Client) Accounts(ctx context.Context) ([]mt5.Account, error) {
-	var out []mt5.Account
-	err := c.call(ctx, c.callTimeout, "/port/accounts", nil, &out)
-	return out, err
+	return fetch[[]mt5.Account](ctx, c, "/port/accounts", nil)
 }
 
 // Account implements mt5.TradeServer; ErrUnknownLogin crosses the wire.
 func (c *Client) Account(ctx context.Context, login int64) (mt5.Account, error) {
-	var out mt5.Account
-	if err := c.call(ctx, c.callTimeout, "/port/account", &loginReq{Login: login}, &out); err != nil {
-		return mt5.Account{}, err
-	}
-	return out, nil
+	return fetch[mt5.Account](ctx, c, "/port/account", &loginReq{Login: login})
 }
 
 // OpenOrders implements mt5.TradeServer.
 func (c *Client) OpenOrders(ctx context.Context, login int64) ([]mt5.Order, error) {
-	var out []mt5.Order
-	err := c.call(ctx, c.callTimeout, "/port/openOrders", &loginReq{Login: login}, &out)
-	return out, err
+	return fetch[[]mt5.Order](ctx, c, "/port/openOrders", &loginReq{Login: login})
 }
 
 // Positions implements mt5.TradeServer.
 func (c *Client) Positions(ctx context.Context, login int64) ([]mt5.Position, error) {
-	var out []mt5.Position
-	err := c.call(ctx, c.callTimeout, "/port/positions", &loginReq{Login: login}, &out)
-	return out, err
+	return fetch[[]mt5.Position](ctx, c, "/port/positions", &loginReq{Login: login})
 }
 
 // OrderHistory implements mt5.TradeServer.
 func (c *Client) OrderHistory(ctx context.Context, login int64, from, to int64) ([]mt5.Order, error) {
-	var out []mt5.Order
-	err := c.call(ctx, c.callTimeout, "/port/orderHistory", &historyReq{Login: login, From: from, To: to}, &out)
-	return out, err
+	return fetch[[]mt5.Order](ctx, c, "/port/orderHistory", &historyReq{Login: login, From: from, To: to})
 }
 
 // DealHistory implements mt5.TradeServer.
 func (c *Client) DealHistory(ctx context.Context, login int64, from, to int64) ([]mt5.Deal, error) {
-	var out []mt5.Deal
-	err := c.call(ctx, c.callTimeout, "/port/dealHistory", &historyReq{Login: login, From: from, To: to}, &out)
-	return out, err
+	return fetch[[]mt5.Deal](ctx, c, "/port/dealHistory", &historyReq{Login: login, From: from, To: to})
 }
 
 // DayStats implements mt5.TradeServer; ErrUnknownSymbol crosses the wire.
 func (c *Client) DayStats(ctx context.Context, symbol string) (mt5.DayStats, error) {
-	var out mt5.DayStats
-	if err := c.call(ctx, c.callTimeout, "/port/dayStats", &symbolReq{Symbol: symbol}, &out); err != nil {
-		return mt5.DayStats{}, err
-	}
-	return out, nil
+	return fetch[mt5.DayStats](ctx, c, "/port/dayStats", &symbolReq{Symbol: symbol})
 }
 
 // Quote implements mt5.TradeServer; ErrNoQuote / ErrUnknownSymbol cross the wire.
 func (c *Client) Quote(ctx context.Context, symbol string) (mt5.Tick, error) {
-	var out mt5.Tick
-	if err := c.call(ctx, c.callTimeout, "/port/quote", &symbolReq{Symbol: symbol}, &out); err != nil {
-		return mt5.Tick{}, err
-	}
-	return out, nil
+	return fetch[mt5.Tick](ctx, c, "/port/quote", &symbolReq{Symbol: symbol})
 }

@@ -55,18 +55,25 @@ func (s *Sim) SetQuote(symbol string, bid, ask apd.Decimal) error {
 	return s.commitAndWait(context.Background())
 }
 
-// ResumeFeed releases a held symbol back to the generator.
-func (s *Sim) ResumeFeed(symbol string) error {
+// setSymbol changes a simulation setting of symbol under the engine lock.
+func (s *Sim) setSymbol(name string, set func(y *symbol) error) error {
 	if err := s.lockAdmin(); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	y := s.symbols[symbol]
+	y := s.symbols[name]
 	if y == nil {
 		return mt5.ErrUnknownSymbol
 	}
-	y.held = false
-	return nil
+	return set(y)
+}
+
+// ResumeFeed releases a held symbol back to the generator.
+func (s *Sim) ResumeFeed(name string) error {
+	return s.setSymbol(name, func(y *symbol) error {
+		y.held = false
+		return nil
+	})
 }
 
 // PushTick processes one tick as if it came from the price feed (no hold). It does not wait
@@ -191,37 +198,25 @@ func (s *Sim) CurrentFault() Fault {
 	return s.fault
 }
 
-// SetSlippage makes market executions on symbol fill ticks ticks worse than the quote.
-func (s *Sim) SetSlippage(symbol string, ticks int) error {
-	if err := s.lockAdmin(); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	y := s.symbols[symbol]
-	if y == nil {
-		return mt5.ErrUnknownSymbol
-	}
-	if ticks < 0 {
-		return errors.New("sim: slippage must not be negative")
-	}
-	y.slippage = ticks
-	return nil
+// SetSlippage makes market executions on the symbol name fill ticks ticks worse than the quote.
+func (s *Sim) SetSlippage(name string, ticks int) error {
+	return s.setSymbol(name, func(y *symbol) error {
+		if ticks < 0 {
+			return errors.New("sim: slippage must not be negative")
+		}
+		y.slippage = ticks
+		return nil
+	})
 }
 
-// SetLiquidity limits market executions on symbol to levels deals of at most lots each
+// SetLiquidity limits market executions on the symbol name to levels deals of at most lots each
 // (zero lots: unlimited).
-func (s *Sim) SetLiquidity(symbol string, lots apd.Decimal, levels int) error {
-	if err := s.lockAdmin(); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	y := s.symbols[symbol]
-	if y == nil {
-		return mt5.ErrUnknownSymbol
-	}
-	if lots.Sign() < 0 || levels < 0 {
-		return errors.New("sim: liquidity must not be negative")
-	}
-	y.liqLots, y.liqLevels = lots, levels
-	return nil
+func (s *Sim) SetLiquidity(name string, lots apd.Decimal, levels int) error {
+	return s.setSymbol(name, func(y *symbol) error {
+		if lots.Sign() < 0 || levels < 0 {
+			return errors.New("sim: liquidity must not be negative")
+		}
+		y.liqLots, y.liqLevels = lots, levels
+		return nil
+	})
 }

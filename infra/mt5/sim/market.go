@@ -9,32 +9,14 @@ import (
 
 // openMarket opens a position at the market: buy at the ask, sell at the bid.
 func (s *Sim) openMarket(a *account, req *mt5.TradeRequest) mt5.TradeResult {
-	y := s.symbols[req.Symbol]
-	if y == nil {
-		return ret(trading.RetInvalid)
-	}
-	if req.Type != trading.OrderBuy && req.Type != trading.OrderSell {
-		return ret(trading.RetInvalidOrder)
-	}
-	buy := req.Type == trading.OrderBuy
-	if c := s.symbolCheck(a, y, buy, true); c != 0 {
-		return ret(c)
-	}
-	if !y.spec.OrderModes.AllowsType(req.Type) {
-		return ret(trading.RetInvalidOrder)
-	}
-	if !volumeOK(y, req.Volume) {
-		return ret(trading.RetInvalidVolume)
-	}
-	policy, c := fillingCheck(y, req.Filling)
+	y, c := s.openingChecks(a, req, req.Type.IsMarket())
 	if c != 0 {
 		return ret(c)
 	}
-	if !y.hasQuote {
-		return ret(trading.RetPriceOff)
-	}
-	if c := s.requoteCheck(y, buy, req); c != 0 {
-		return mt5.TradeResult{Retcode: c, Bid: y.bid, Ask: y.ask}
+	buy := req.Type == trading.OrderBuy
+	policy, refused, ok := s.marketGate(y, buy, req)
+	if !ok {
+		return refused
 	}
 	if c := s.stopsCheck(y, buy, req.SL, req.TP, closePrice(y, posType(buy))); c != 0 {
 		return ret(c)
@@ -62,6 +44,46 @@ func (s *Sim) openMarket(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 	return s.fillResult(o, p.Ticket, deals, vol, vwap)
 }
 
+// openingChecks are what a request that opens an order (typeOK: of a type its action
+// takes) passes first: its symbol exists and allows the type, the trade mode allows the
+// side, the volume fits the symbol.
+func (s *Sim) openingChecks(a *account, req *mt5.TradeRequest, typeOK bool) (*symbol, trading.Retcode) {
+	y := s.symbols[req.Symbol]
+	if y == nil {
+		return nil, trading.RetInvalid
+	}
+	if !typeOK {
+		return nil, trading.RetInvalidOrder
+	}
+	if c := s.symbolCheck(a, y, req.Type.IsBuy(), true); c != 0 {
+		return nil, c
+	}
+	if !y.spec.OrderModes.AllowsType(req.Type) {
+		return nil, trading.RetInvalidOrder
+	}
+	if !volumeOK(y, req.Volume) {
+		return nil, trading.RetInvalidVolume
+	}
+	return y, 0
+}
+
+// marketGate is what every execution at the market passes before it fills: the symbol takes
+// the filling policy, has a quote, and (request or instant execution) the client's price
+// still holds. When ok is false, refused is the answer (a requote carries the quote).
+func (s *Sim) marketGate(y *symbol, buy bool, req *mt5.TradeRequest) (policy trading.FillPolicy, refused mt5.TradeResult, ok bool) {
+	policy, c := fillingCheck(y, req.Filling)
+	if c != 0 {
+		return policy, ret(c), false
+	}
+	if !y.hasQuote {
+		return policy, ret(trading.RetPriceOff), false
+	}
+	if c := s.requoteCheck(y, buy, req); c != 0 {
+		return policy, mt5.TradeResult{Retcode: c, Bid: y.bid, Ask: y.ask}, false
+	}
+	return policy, mt5.TradeResult{}, true
+}
+
 func (s *Sim) fillResult(o *mt5.Order, pos int64, deals []*mt5.Deal, vol, vwap apd.Decimal) mt5.TradeResult {
 	r := mt5.TradeResult{Retcode: trading.RetDone, Order: o.Ticket, Position: pos, Price: vwap, Volume: vol}
 	if o.State == trading.StatePartial {
@@ -76,12 +98,9 @@ func (s *Sim) fillResult(o *mt5.Order, pos int64, deals []*mt5.Deal, vol, vwap a
 
 // closeRequest closes all or part of a position at the market.
 func (s *Sim) closeRequest(a *account, req *mt5.TradeRequest) mt5.TradeResult {
-	p := a.positions[req.Position]
-	if p == nil {
-		if a.closedPos[req.Position] {
-			return ret(trading.RetPositionClosed)
-		}
-		return ret(trading.RetInvalid)
+	p, c := lookupPosition(a, req.Position)
+	if c != 0 {
+		return ret(c)
 	}
 	y := s.symbols[p.Symbol]
 	if req.Symbol != "" && req.Symbol != p.Symbol {
@@ -111,15 +130,9 @@ func (s *Sim) closeRequest(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 			}
 		}
 	}
-	policy, c := fillingCheck(y, req.Filling)
-	if c != 0 {
-		return ret(c)
-	}
-	if !y.hasQuote {
-		return ret(trading.RetPriceOff)
-	}
-	if c := s.requoteCheck(y, !buyPos, req); c != 0 {
-		return mt5.TradeResult{Retcode: c, Bid: y.bid, Ask: y.ask}
+	policy, refused, ok := s.marketGate(y, !buyPos, req)
+	if !ok {
+		return refused
 	}
 	parts := s.fillParts(y, !buyPos, vol, policy)
 	if len(parts) == 0 {

@@ -104,23 +104,11 @@ func frozen(y *symbol, o *order) bool {
 }
 
 func (s *Sim) placePending(a *account, req *mt5.TradeRequest) mt5.TradeResult {
-	y := s.symbols[req.Symbol]
-	if y == nil {
-		return ret(trading.RetInvalid)
-	}
-	if !req.Type.IsPending() {
-		return ret(trading.RetInvalidOrder)
-	}
-	buy := req.Type.IsBuy()
-	if c := s.symbolCheck(a, y, buy, true); c != 0 {
+	y, c := s.openingChecks(a, req, req.Type.IsPending())
+	if c != 0 {
 		return ret(c)
 	}
-	if !y.spec.OrderModes.AllowsType(req.Type) {
-		return ret(trading.RetInvalidOrder)
-	}
-	if !volumeOK(y, req.Volume) {
-		return ret(trading.RetInvalidVolume)
-	}
+	buy := req.Type.IsBuy()
 	if !y.hasQuote {
 		return ret(trading.RetPriceOff)
 	}
@@ -154,11 +142,17 @@ func (s *Sim) placePending(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 	a.orders[o.Ticket] = o
 	s.orderOwner[o.Ticket] = a
 	s.indexOrder(o)
-	o.State = trading.StateRequestAdd
-	s.emitOrder(o.Order, trading.ChangeNew)
+	s.emitRequested(o, trading.StateRequestAdd, trading.ChangeNew)
+	return mt5.TradeResult{Retcode: trading.RetPlaced, Order: o.Ticket, Price: o.Price, Volume: o.VolumeInitial}
+}
+
+// emitRequested reports a request on a pending order as the platform does: the order in the
+// request's state st (the change x it makes), then placed again.
+func (s *Sim) emitRequested(o *order, st trading.OrderState, x trading.ChangeAction) {
+	o.State = st
+	s.emitOrder(o.Order, x)
 	o.State = trading.StatePlaced
 	s.emitOrder(o.Order, trading.ChangeUpdate)
-	return mt5.TradeResult{Retcode: trading.RetPlaced, Order: o.Ticket, Price: o.Price, Volume: o.VolumeInitial}
 }
 
 // lookupPending finds an open order of a, or answers why not.
@@ -172,13 +166,34 @@ func lookupPending(a *account, ticket int64) (*order, trading.Retcode) {
 	return nil, trading.RetInvalid
 }
 
-func (s *Sim) modifyPending(a *account, req *mt5.TradeRequest) mt5.TradeResult {
-	o, c := lookupPending(a, req.Order)
+// lookupPosition finds an open position of a, or answers why not.
+func lookupPosition(a *account, ticket int64) (*position, trading.Retcode) {
+	if p := a.positions[ticket]; p != nil {
+		return p, 0
+	}
+	if a.closedPos[ticket] {
+		return nil, trading.RetPositionClosed
+	}
+	return nil, trading.RetInvalid
+}
+
+// pendingToChange finds the open order a modification or removal names and checks that its
+// symbol takes the change.
+func (s *Sim) pendingToChange(a *account, ticket int64) (*order, *symbol, trading.Retcode) {
+	o, c := lookupPending(a, ticket)
 	if c != 0 {
-		return ret(c)
+		return nil, nil, c
 	}
 	y := s.symbols[o.Symbol]
 	if c := s.symbolCheck(a, y, o.Type.IsBuy(), false); c != 0 {
+		return nil, nil, c
+	}
+	return o, y, 0
+}
+
+func (s *Sim) modifyPending(a *account, req *mt5.TradeRequest) mt5.TradeResult {
+	o, y, c := s.pendingToChange(a, req.Order)
+	if c != 0 {
 		return ret(c)
 	}
 	price, stopLimit := req.Price, req.StopLimit
@@ -217,20 +232,13 @@ func (s *Sim) modifyPending(a *account, req *mt5.TradeRequest) mt5.TradeResult {
 	o.TimeUpdate = s.tradeTime()
 	o.ver++
 	s.indexOrder(o)
-	o.State = trading.StateRequestModify
-	s.emitOrder(o.Order, trading.ChangeUpdate)
-	o.State = trading.StatePlaced
-	s.emitOrder(o.Order, trading.ChangeUpdate)
+	s.emitRequested(o, trading.StateRequestModify, trading.ChangeUpdate)
 	return mt5.TradeResult{Retcode: trading.RetDone, Order: o.Ticket, Price: o.Price, Volume: o.VolumeCurrent}
 }
 
 func (s *Sim) removePending(a *account, req *mt5.TradeRequest) mt5.TradeResult {
-	o, c := lookupPending(a, req.Order)
+	o, y, c := s.pendingToChange(a, req.Order)
 	if c != 0 {
-		return ret(c)
-	}
-	y := s.symbols[o.Symbol]
-	if c := s.symbolCheck(a, y, o.Type.IsBuy(), false); c != 0 {
 		return ret(c)
 	}
 	if frozen(y, o) {
@@ -255,12 +263,9 @@ func (s *Sim) finishOrder(a *account, o *order, st trading.OrderState) {
 }
 
 func (s *Sim) modifySLTP(a *account, req *mt5.TradeRequest) mt5.TradeResult {
-	p := a.positions[req.Position]
-	if p == nil {
-		if a.closedPos[req.Position] {
-			return ret(trading.RetPositionClosed)
-		}
-		return ret(trading.RetInvalid)
+	p, c := lookupPosition(a, req.Position)
+	if c != 0 {
+		return ret(c)
 	}
 	y := s.symbols[p.Symbol]
 	if c := s.symbolCheck(a, y, p.Type == trading.Buy, false); c != 0 {

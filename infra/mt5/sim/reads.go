@@ -35,6 +35,20 @@ func (s *Sim) account(login int64) (*account, error) {
 	return a, nil
 }
 
+// lockAccount takes the engine lock for a read of login's account and finds it; on an error
+// the lock is not held.
+func (s *Sim) lockAccount(login int64) (*account, error) {
+	if err := s.lockRead(); err != nil {
+		return nil, err
+	}
+	a, err := s.account(login)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	return a, nil
+}
+
 // Facts implements mt5.TradeServer.
 func (s *Sim) Facts(ctx context.Context, after uint64, max int) ([]mt5.Fact, error) {
 	if err := s.lockRead(); err != nil {
@@ -105,27 +119,21 @@ func (s *Sim) Accounts(ctx context.Context) ([]mt5.Account, error) {
 
 // Account implements mt5.TradeServer.
 func (s *Sim) Account(ctx context.Context, login int64) (mt5.Account, error) {
-	if err := s.lockRead(); err != nil {
-		return mt5.Account{}, err
-	}
-	defer s.mu.Unlock()
-	a, err := s.account(login)
+	a, err := s.lockAccount(login)
 	if err != nil {
 		return mt5.Account{}, err
 	}
+	defer s.mu.Unlock()
 	return s.accountSnapshot(a)
 }
 
 // OpenOrders implements mt5.TradeServer.
 func (s *Sim) OpenOrders(ctx context.Context, login int64) ([]mt5.Order, error) {
-	if err := s.lockRead(); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	a, err := s.account(login)
+	a, err := s.lockAccount(login)
 	if err != nil {
 		return nil, err
 	}
+	defer s.mu.Unlock()
 	out := make([]mt5.Order, 0, len(a.orders))
 	for _, o := range a.orders {
 		out = append(out, o.Order)
@@ -136,14 +144,11 @@ func (s *Sim) OpenOrders(ctx context.Context, login int64) ([]mt5.Order, error) 
 
 // Positions implements mt5.TradeServer.
 func (s *Sim) Positions(ctx context.Context, login int64) ([]mt5.Position, error) {
-	if err := s.lockRead(); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	a, err := s.account(login)
+	a, err := s.lockAccount(login)
 	if err != nil {
 		return nil, err
 	}
+	defer s.mu.Unlock()
 	out := make([]mt5.Position, 0, len(a.positions))
 	for _, p := range a.positions {
 		snap, err := s.positionSnapshot(p)
@@ -158,14 +163,11 @@ func (s *Sim) Positions(ctx context.Context, login int64) ([]mt5.Position, error
 
 // OrderHistory implements mt5.TradeServer.
 func (s *Sim) OrderHistory(ctx context.Context, login int64, from, to int64) ([]mt5.Order, error) {
-	if err := s.lockRead(); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	a, err := s.account(login)
+	a, err := s.lockAccount(login)
 	if err != nil {
 		return nil, err
 	}
+	defer s.mu.Unlock()
 	var out []mt5.Order
 	for _, o := range a.hist {
 		if o.TimeSetup >= from && o.TimeSetup <= to {
@@ -179,14 +181,11 @@ func (s *Sim) OrderHistory(ctx context.Context, login int64, from, to int64) ([]
 // DealHistory implements mt5.TradeServer. Under the shortfalls fault it is empty, as the
 // staging server's deal history is.
 func (s *Sim) DealHistory(ctx context.Context, login int64, from, to int64) ([]mt5.Deal, error) {
-	if err := s.lockRead(); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	a, err := s.account(login)
+	a, err := s.lockAccount(login)
 	if err != nil {
 		return nil, err
 	}
+	defer s.mu.Unlock()
 	out := []mt5.Deal{}
 	if s.fault.Mode == FaultShortfalls {
 		return out, nil
@@ -203,14 +202,11 @@ func (s *Sim) DealHistory(ctx context.Context, login int64, from, to int64) ([]m
 // Under the shortfalls fault it is empty: the staging server cannot look orders up by tag
 // (which is why a pending order there is only ever known from the facts).
 func (s *Sim) OrdersByTag(ctx context.Context, login int64, tag string) ([]mt5.Order, error) {
-	if err := s.lockRead(); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	a, err := s.account(login)
+	a, err := s.lockAccount(login)
 	if err != nil {
 		return nil, err
 	}
+	defer s.mu.Unlock()
 	var out []mt5.Order
 	if s.fault.Mode == FaultShortfalls {
 		return out, nil
@@ -227,14 +223,11 @@ func (s *Sim) OrdersByTag(ctx context.Context, login int64, tag string) ([]mt5.O
 
 // DealsByTag implements mt5.TradeServer.
 func (s *Sim) DealsByTag(ctx context.Context, login int64, tag string) ([]mt5.Deal, error) {
-	if err := s.lockRead(); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	a, err := s.account(login)
+	a, err := s.lockAccount(login)
 	if err != nil {
 		return nil, err
 	}
+	defer s.mu.Unlock()
 	var out []mt5.Deal
 	for _, d := range a.dealTags[tag] {
 		out = append(out, *d)

@@ -203,27 +203,20 @@ func (y *SeedSymbol) build(templates map[string]map[string][]SeedSession) (*symb
 		sp.CommissionCurrency = "USD"
 	}
 	sp.Point = dec.New(1, int32(-y.Digits))
-	var e error
-	sp.TickSize, e = decOr(y.TickSize, dec.String(sp.Point))
-	add(e)
-	sp.TickValue, e = decOr(y.TickValue, "0")
-	add(e)
-	sp.ContractSize, e = dec.Parse(y.ContractSize)
-	add(e)
-	sp.VolumeMin, e = decOr(y.VolumeMin, "0.01")
-	add(e)
-	sp.VolumeMax, e = decOr(y.VolumeMax, "100")
-	add(e)
-	sp.VolumeStep, e = decOr(y.VolumeStep, "0.01")
-	add(e)
-	sp.VolumeLimit, e = decOr(y.VolumeLimit, "0")
-	add(e)
-	sp.SwapLong, e = decOr(y.SwapLong, "0")
-	add(e)
-	sp.SwapShort, e = decOr(y.SwapShort, "0")
-	add(e)
-	sp.CommissionPerLot, e = decOr(y.CommissionPerLot, "0")
-	add(e)
+	for _, d := range []struct {
+		dst      *apd.Decimal
+		val, def string // def "": the value is required
+	}{
+		{&sp.TickSize, y.TickSize, dec.String(sp.Point)}, {&sp.TickValue, y.TickValue, "0"},
+		{&sp.ContractSize, y.ContractSize, ""}, {&sp.VolumeMin, y.VolumeMin, "0.01"},
+		{&sp.VolumeMax, y.VolumeMax, "100"}, {&sp.VolumeStep, y.VolumeStep, "0.01"},
+		{&sp.VolumeLimit, y.VolumeLimit, "0"}, {&sp.SwapLong, y.SwapLong, "0"}, {&sp.SwapShort, y.SwapShort, "0"},
+		{&sp.CommissionPerLot, y.CommissionPerLot, "0"},
+	} {
+		var e error
+		*d.dst, e = decOr(d.val, d.def)
+		add(e)
+	}
 	i, e := enumIndex(tradeModeNames, y.TradeMode, "tradeMode")
 	add(e)
 	sp.TradeMode = trading.TradeMode(i)

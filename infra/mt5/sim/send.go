@@ -48,14 +48,8 @@ func (s *Sim) Send(ctx context.Context, req mt5.TradeRequest) (mt5.TradeResult, 
 	if closed {
 		return mt5.TradeResult{}, mt5.ErrClosed
 	}
-	if f.Latency > 0 {
-		t := time.NewTimer(f.Latency)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return mt5.TradeResult{}, ctx.Err()
-		}
+	if err := sleep(ctx, f.Latency); err != nil {
+		return mt5.TradeResult{}, err
 	}
 	switch f.Mode {
 	case FaultTimeout:
@@ -75,19 +69,28 @@ func (s *Sim) Send(ctx context.Context, req mt5.TradeRequest) (mt5.TradeResult, 
 	if err := s.commitAndWait(ctx); err != nil {
 		return mt5.TradeResult{}, err
 	}
-	if f.AnswerDelay > 0 {
-		t := time.NewTimer(f.AnswerDelay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return mt5.TradeResult{}, ctx.Err()
-		}
+	if err := sleep(ctx, f.AnswerDelay); err != nil {
+		return mt5.TradeResult{}, err
 	}
 	if f.Mode == FaultNoAnswer || f.Mode == FaultShortfalls {
 		return mt5.TradeResult{}, mt5.ErrNoAnswer
 	}
 	return res, nil
+}
+
+// sleep waits d (nothing when d is not positive), or until ctx ends (its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (s *Sim) execLocked(req *mt5.TradeRequest) mt5.TradeResult {

@@ -32,25 +32,19 @@ func (s *Sim) indexOrder(o *order) {
 
 // indexPosition (re)inserts a position's SL and TP entries at its current version.
 func (s *Sim) indexPosition(y *symbol, p *position) {
-	buy := p.Type == trading.Buy
-	if !p.SL.IsZero() {
-		k, _ := toPoints(y, p.SL)
-		e := trigEntry{key: k, tkt: p.Ticket, ver: p.ver}
-		if buy {
-			y.buySL.push(e)
+	index := func(level apd.Decimal, buys, sells *trigHeap) {
+		if level.IsZero() {
+			return
+		}
+		k, _ := toPoints(y, level)
+		if p.Type == trading.Buy {
+			buys.push(trigEntry{key: k, tkt: p.Ticket, ver: p.ver})
 		} else {
-			y.sellSL.push(e)
+			sells.push(trigEntry{key: k, tkt: p.Ticket, ver: p.ver})
 		}
 	}
-	if !p.TP.IsZero() {
-		k, _ := toPoints(y, p.TP)
-		e := trigEntry{key: k, tkt: p.Ticket, ver: p.ver}
-		if buy {
-			y.buyTP.push(e)
-		} else {
-			y.sellTP.push(e)
-		}
-	}
+	index(p.SL, &y.buySL, &y.sellSL)
+	index(p.TP, &y.buyTP, &y.sellTP)
 }
 
 func (s *Sim) validOrder(e trigEntry) bool {
