@@ -11,6 +11,7 @@ require (
 	github.com/eapache/go-resiliency v1.7.0
 	github.com/fasthttp/websocket v1.5.12
 	github.com/getkin/kin-openapi v0.152.0
+	github.com/goccy/go-json v0.12.0
 	github.com/gofiber/contrib/websocket v1.3.4
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/jackc/pgx/v5 v5.12.0

@@ -3,16 +3,19 @@ package command
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/events"
 	"tradesvc/events/trading"
+	"tradesvc/infra/group"
+	"tradesvc/infra/postgres"
 )
 
 // Record is an idempotency record (cmd.idempotency): what the first request under a client
@@ -69,6 +72,8 @@ func (r *Record) command() (events.Command, error) {
 type Records struct {
 	pool      *pgxpool.Pool
 	retention time.Duration
+	analyzer  *postgres.Analyzer // keeps cmd.idempotency's statistics current while it is young
+	group     *group.Group[Record, bool]
 }
 
 // Retention is how long a client order id stays bound to its operation.
@@ -79,7 +84,9 @@ func NewRecords(pool *pgxpool.Pool) (*Records, error) {
 	if pool == nil {
 		return nil, errors.New("command: idempotency records need a pool")
 	}
-	return &Records{pool: pool, retention: Retention}, nil
+	s := &Records{pool: pool, retention: Retention, analyzer: postgres.NewAnalyzer(pool, nil, "cmd.idempotency")}
+	s.group = group.New(s.insert)
+	return s, nil
 }
 
 // Purge deletes the records that expired more than a retention ago (they are already
@@ -157,29 +164,64 @@ func scanRecords(rows pgx.Rows) ([]Record, error) {
 	return out, nil
 }
 
-// Insert stores the records that do not exist yet (or whose record expired), in one
-// statement, and returns the keys it stored; the others already had a record (a retry, or a
-// concurrent request under the same id, which the caller answers from the stored record).
+// Insert stores the records that do not exist yet (or whose record expired) and returns the
+// keys it stored; the others already had a record (a retry, or a concurrent request under the
+// same id, which the caller answers from the stored record). Concurrent callers' records go
+// in one statement and one commit (group commit): under load the inserts grow rather than
+// multiply.
 func (s *Records) Insert(ctx context.Context, recs []Record) (map[recordKey]bool, error) {
+	inserted := make(map[recordKey]bool, len(recs))
 	if len(recs) == 0 {
-		return map[recordKey]bool{}, nil
+		return inserted, nil
 	}
-	keys := make([]int64, len(recs))
-	ids, kinds, ops, tags, hashes := make([]string, len(recs)), make([]string, len(recs)), make([]string, len(recs)),
-		make([]string, len(recs)), make([][]byte, len(recs))
-	logins, attempts := make([]int64, len(recs)), make([]int32, len(recs))
-	cmds, resps := make([]string, len(recs)), make([]*string, len(recs))
+	done, err := s.group.Do(ctx, recs)
+	if err != nil {
+		return nil, err
+	}
 	for i, r := range recs {
+		if done[i] {
+			inserted[r.key()] = true
+		}
+	}
+	return inserted, nil
+}
+
+// insertTimeout bounds one round of inserts (it serves several requests).
+const insertTimeout = 10 * time.Second
+
+// insert stores recs in one statement; inserted[i] tells whether recs[i] is the record now
+// stored under its key. Of two records with one key in a round (concurrent requests under the
+// same id) only the first is tried: the other finds it stored.
+func (s *Records) insert(ctx context.Context, recs []Record) ([]bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, insertTimeout)
+	defer cancel()
+	inserted := make([]bool, len(recs))
+	first := make(map[recordKey]int, len(recs))
+	var tried []int
+	for i, r := range recs {
+		if _, dup := first[r.key()]; !dup {
+			first[r.key()] = i
+			tried = append(tried, i)
+		}
+	}
+	n := len(tried)
+	keys := make([]int64, n)
+	ids, kinds, ops, tags, hashes := make([]string, n), make([]string, n), make([]string, n), make([]string, n),
+		make([][]byte, n)
+	logins, attempts := make([]int64, n), make([]int32, n)
+	cmds, resps := make([]string, n), make([]*string, n)
+	for j, i := range tried {
+		r := recs[i]
 		cmd, err := json.Marshal(r.Envelopes)
 		if err != nil {
 			return nil, fmt.Errorf("encode command of %s: %w", r.ClientOrderID, err)
 		}
 		h := sha256.Sum256(cmd)
-		keys[i], ids[i], kinds[i], logins[i], ops[i], tags[i] = r.APIKeyID, r.ClientOrderID, string(r.Kind), r.Login, r.OperationID, r.Tag
-		attempts[i], hashes[i], cmds[i] = int32(max(r.Attempt, 1)), h[:], string(cmd)
+		keys[j], ids[j], kinds[j], logins[j], ops[j], tags[j] = r.APIKeyID, r.ClientOrderID, string(r.Kind), r.Login, r.OperationID, r.Tag
+		attempts[j], hashes[j], cmds[j] = int32(max(r.Attempt, 1)), h[:], string(cmd)
 		if len(r.Response) > 0 {
 			s := string(r.Response)
-			resps[i] = &s
+			resps[j] = &s
 		}
 	}
 	rows, err := s.pool.Query(ctx, `INSERT INTO cmd.idempotency (api_key_id, client_order_id, operation, login, operation_id, tag,
@@ -192,22 +234,28 @@ func (s *Records) Insert(ctx context.Context, recs []Record) (map[recordKey]bool
 			request_hash = EXCLUDED.request_hash, command = EXCLUDED.command, response = EXCLUDED.response,
 			status = EXCLUDED.status, created_at = now(), updated_at = now()
 			WHERE cmd.idempotency.created_at <= now() - make_interval(secs => $11)
-		RETURNING api_key_id, client_order_id`, keys, ids, kinds, logins, ops, tags, attempts, hashes, cmds, resps, s.retention.Seconds())
+		RETURNING api_key_id, client_order_id, operation_id`, keys, ids, kinds, logins, ops, tags, attempts, hashes, cmds, resps,
+		s.retention.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("insert idempotency records: %w", err)
 	}
 	defer rows.Close()
-	inserted := make(map[recordKey]bool, len(recs))
+	stored := 0
 	for rows.Next() {
 		var k recordKey
-		if err := rows.Scan(&k.apiKeyID, &k.coid); err != nil {
+		var op string
+		if err := rows.Scan(&k.apiKeyID, &k.coid, &op); err != nil {
 			return nil, fmt.Errorf("insert idempotency records: %w", err)
 		}
-		inserted[k] = true
+		if i, ok := first[k]; ok && recs[i].OperationID == op {
+			inserted[i] = true
+			stored++
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("insert idempotency records: %w", err)
 	}
+	s.analyzer.Added(stored)
 	return inserted, nil
 }
 

@@ -2,6 +2,10 @@ package command
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"tradesvc/infra/testenv"
@@ -46,5 +50,48 @@ func TestIdempotencyRecordsExpireAfterTheRetention(t *testing.T) {
 	}
 	if n, err := rs.Purge(ctx); err != nil || n != 1 {
 		t.Fatalf("purge %d %v", n, err)
+	}
+}
+
+// Concurrent requests under one id (a client's retry racing its first attempt) are grouped
+// into shared inserts: exactly one of them stores its record, whichever round they land in,
+// and the others find that record; requests under other ids are not held back.
+func TestConcurrentInsertsUnderOneIDStoreExactlyOne(t *testing.T) {
+	ctx := context.Background()
+	pool := testenv.MigratedPG(t)
+	rs, err := NewRecords(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 5 {
+		coid := fmt.Sprintf("race-%d", round)
+		const racers = 12
+		var wg sync.WaitGroup
+		var won atomic.Int32
+		for i := range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				recs := []Record{{APIKeyID: 9, ClientOrderID: coid, Kind: "PLACE_ORDER", Login: 1001,
+					OperationID: fmt.Sprintf("op-%d-%d", round, i), Tag: "#00000" + strconv.Itoa(i), Attempt: 1},
+					{APIKeyID: 9, ClientOrderID: fmt.Sprintf("own-%d-%d", round, i), Kind: "PLACE_ORDER", Login: 1001,
+						OperationID: fmt.Sprintf("own-op-%d-%d", round, i), Tag: "#10000" + strconv.Itoa(i), Attempt: 1}}
+				got, err := rs.Insert(ctx, recs)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if got[recs[0].key()] {
+					won.Add(1)
+				}
+				if !got[recs[1].key()] {
+					t.Errorf("a record under its own id was not stored")
+				}
+			}()
+		}
+		wg.Wait()
+		if won.Load() != 1 {
+			t.Fatalf("round %d: %d requests stored their record under one id, want 1", round, won.Load())
+		}
 	}
 }

@@ -6,11 +6,12 @@ package events
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"time"
+
+	json "github.com/goccy/go-json"
 )
 
 // Event is implemented by every payload type of the catalogue.

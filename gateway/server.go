@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	json "github.com/goccy/go-json"
+
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 
@@ -72,6 +74,9 @@ func New(cfg Config, deps Deps, app Application) (*Server, error) {
 		IdleTimeout:           cfg.IdleTimeout,
 		CaseSensitive:         true,
 		DisableStartupMessage: true,
+		// The same encoding as encoding/json, three times faster (every answer is JSON).
+		JSONEncoder: json.Marshal,
+		JSONDecoder: json.Unmarshal,
 	})
 	if cfg.OnRequest != nil {
 		s.fiber.Use(s.observe)

@@ -2,12 +2,13 @@ package projections
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -208,6 +209,9 @@ func (f *ChangeFeed) listen(ctx context.Context, conn *pgx.Conn, deadline time.T
 			f.cfg.OnReference(RefScope(n.Payload))
 		}
 		return nil
+	}
+	if part, to, ok := peekNotify(n.Payload); ok && to <= f.lastOf(part) {
+		return nil // rows this feed has (this process's own commits, published in-process)
 	}
 	var p notifyPayload
 	if err := json.Unmarshal([]byte(n.Payload), &p); err != nil {

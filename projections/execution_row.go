@@ -1,10 +1,11 @@
 package projections
 
 import (
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"time"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/cockroachdb/apd/v3"
 

@@ -1,8 +1,10 @@
 package projections
 
 import (
-	"encoding/json"
 	"strconv"
+	"strings"
+
+	json "github.com/goccy/go-json"
 )
 
 // ChangesChannel is the channel the trading projection notifies after committing changes.
@@ -67,4 +69,28 @@ func notifyPayloads(part int32, rows []changeRow) []string {
 		flush(cur[len(cur)-1].Seq, true)
 	}
 	return out
+}
+
+// peekNotify reads the partition and the last row number of a payload from its head
+// ({"p":<part>,"t":<to>, as notifyPayloads writes it) without decoding its rows; ok is false
+// for any other text.
+func peekNotify(payload string) (part int32, to int64, ok bool) {
+	rest, ok := strings.CutPrefix(payload, `{"p":`)
+	if !ok {
+		return 0, 0, false
+	}
+	p, rest, ok := strings.Cut(rest, `,"t":`)
+	if !ok {
+		return 0, 0, false
+	}
+	end := strings.IndexAny(rest, ",}")
+	if end < 0 {
+		return 0, 0, false
+	}
+	pn, err1 := strconv.ParseInt(p, 10, 32)
+	tn, err2 := strconv.ParseInt(rest[:end], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return int32(pn), tn, true
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,6 +31,9 @@ type Positions struct {
 
 	mu   sync.Mutex
 	next map[topicPartition]int64 // what this process last read or wrote; absent: unknown
+	// held: partitions whose messages past next were all copies of what was applied already
+	// (they changed nothing, so no transaction moved the position over them), since when.
+	held map[topicPartition]time.Time
 }
 
 type topicPartition struct {
@@ -39,7 +43,7 @@ type topicPartition struct {
 
 // NewPositions keeps the positions of projection name.
 func NewPositions(pool *pgxpool.Pool, name string) *Positions {
-	return &Positions{pool: pool, name: name, next: map[topicPartition]int64{}}
+	return &Positions{pool: pool, name: name, next: map[topicPartition]int64{}, held: map[topicPartition]time.Time{}}
 }
 
 // Load implements batch.Positions (a session's start) and remembers what it read.
@@ -75,6 +79,54 @@ func (p *Positions) Load(ctx context.Context, topic string, partitions []int32) 
 	return out, nil
 }
 
+// knownPast returns the messages of msgs past the positions this process knows; ok is false
+// when a partition's position is unknown (it is read in the transaction, plan).
+func (p *Positions) knownPast(msgs []batch.Message) (kept []batch.Message, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	kept = msgs[:0:0]
+	for _, m := range msgs {
+		if m.Topic == "" {
+			kept = append(kept, m)
+			continue
+		}
+		next, known := p.next[topicPartition{m.Topic, m.Partition}]
+		if !known {
+			return nil, false
+		}
+		if m.Offset >= next {
+			kept = append(kept, m)
+		}
+	}
+	return kept, true
+}
+
+// maxHeld bounds how long a position may stay behind messages that changed nothing.
+const maxHeld = time.Second
+
+// hold leaves the positions of msgs where they are stored, the messages all being copies of
+// what was applied already; it reports false (write the positions now) when one of their
+// partitions has been held longer than maxHeld. A crash meanwhile costs nothing: the next
+// session reads those copies again, and they change nothing again (every statement moves its
+// row only forward). The next transaction that touches a partition moves its position over
+// them (plan: from the stored position to its own last message).
+func (p *Positions) hold(msgs []batch.Message, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range msgs {
+		if since, ok := p.held[topicPartition{m.Topic, m.Partition}]; ok && now.Sub(since) > maxHeld {
+			return false
+		}
+	}
+	for _, m := range msgs {
+		tp := topicPartition{m.Topic, m.Partition}
+		if _, ok := p.held[tp]; !ok && m.Topic != "" {
+			p.held[tp] = now
+		}
+	}
+	return true
+}
+
 // advance is what one transaction moves: per topic and partition, from the position it
 // expects to the offset after its last message.
 type advance struct {
@@ -92,7 +144,7 @@ var errPositionsMoved = errors.New("projections: the stored positions are not wh
 // plan keeps the messages past the positions this process knows and the advance they make.
 // Messages without a topic (not read from the log: a replay tool, a test) are kept and move
 // nothing. A partition whose position this process does not know is read first, in tx.
-func (p *Positions) plan(ctx context.Context, tx pgx.Tx, msgs []batch.Message) ([]batch.Message, *advance, error) {
+func (p *Positions) plan(ctx context.Context, tx querier, msgs []batch.Message) ([]batch.Message, *advance, error) {
 	last := map[topicPartition]int64{}
 	var order []topicPartition
 	for _, m := range msgs {
@@ -128,7 +180,7 @@ func (p *Positions) plan(ctx context.Context, tx pgx.Tx, msgs []batch.Message) (
 }
 
 // known returns where each partition stands: from memory, or read in tx.
-func (p *Positions) known(ctx context.Context, tx pgx.Tx, tps []topicPartition) (map[topicPartition]int64, error) {
+func (p *Positions) known(ctx context.Context, tx querier, tps []topicPartition) (map[topicPartition]int64, error) {
 	out := make(map[topicPartition]int64, len(tps))
 	var unknown []topicPartition
 	p.mu.Lock()
@@ -199,7 +251,9 @@ func (p *Positions) committed(adv *advance) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, topic := range adv.topics {
-		p.next[topicPartition{topic, adv.partitions[i]}] = adv.next[i]
+		tp := topicPartition{topic, adv.partitions[i]}
+		p.next[tp] = adv.next[i]
+		delete(p.held, tp)
 	}
 }
 
@@ -212,7 +266,9 @@ func (p *Positions) forget(adv *advance) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i, topic := range adv.topics {
-		delete(p.next, topicPartition{topic, adv.partitions[i]})
+		tp := topicPartition{topic, adv.partitions[i]}
+		delete(p.next, tp)
+		delete(p.held, tp)
 	}
 }
 

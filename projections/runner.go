@@ -22,11 +22,17 @@ type Projection interface {
 }
 
 // Batching is implemented by projections that want batches gathered for longer than the
-// consumer's default (50 ms), such as ClickHouse tables, which want few large inserts.
+// consumer's default (50 ms), such as ClickHouse tables, which want few large inserts: the
+// batches of all their partitions are then merged into one write at most every MaxWait
+// (combine.go), or, with batch.NoWait, each batch goes at once.
 type Batching interface {
 	// MaxWait is how long a batch may wait to fill once it has a message.
 	MaxWait() time.Duration
 }
+
+// pacedFill is how long a consumer of a paced projection gathers its partition's batch
+// before handing it to the combiner, which paces the writes.
+const pacedFill = 100 * time.Millisecond
 
 // Positioned is implemented by projections that store the log positions they applied in
 // the same transaction as their writes (Positions): every session starts from them.
@@ -38,6 +44,12 @@ type Positioned interface {
 // types: the others are not even decoded (the type travels in a Kafka header).
 type Accepting interface {
 	Accepts(eventType string) bool
+}
+
+// Deduplicating is implemented by projections that remember the trade-server facts they
+// applied: a copy of one (the relay's copy of a fact an outcome carried) is not decoded.
+type Deduplicating interface {
+	AppliedFact(seq uint64) bool
 }
 
 // Pinger is implemented by projections that can tell whether their store answers. A batch
@@ -70,9 +82,17 @@ func Run(ctx context.Context, src Source, name string, p Projection) error {
 	for _, t := range p.Topics() {
 		topics = append(topics, src.TopicPrefix+t.Name)
 	}
-	var wait time.Duration
+	var wait, fetchWait time.Duration
+	var fetchMin int32
+	apply := p.Apply
 	if b, ok := p.(Batching); ok {
 		wait = b.MaxWait()
+		if wait > pacedFill {
+			c := &combiner{pace: wait}
+			apply = func(ctx context.Context, msgs []batch.Message) error { return c.combine(ctx, msgs, p.Apply) }
+			// Off the latency path: a fetch waits for 64 KiB or half the pace.
+			wait, fetchWait, fetchMin = pacedFill, wait/2, 64<<10
+		}
 	}
 	cfg := batch.Config{
 		Brokers:    src.Brokers,
@@ -80,6 +100,8 @@ func Run(ctx context.Context, src Source, name string, p Projection) error {
 		Topics:     topics,
 		MaxBatch:   5000,
 		MaxWait:    wait,
+		FetchWait:  fetchWait,
+		FetchMin:   fetchMin,
 		Sarama:     src.Sarama,
 		Logger:     src.Logger.With("projection", name),
 		DeadLetter: src.DeadLetter,
@@ -100,10 +122,13 @@ func Run(ctx context.Context, src Source, name string, p Projection) error {
 	if a, ok := p.(Accepting); ok {
 		cfg.Accept = a.Accepts
 	}
+	if d, ok := p.(Deduplicating); ok {
+		cfg.Applied = d.AppliedFact
+	}
 	if src.Observe != nil {
 		cfg.Observer = src.Observe(name)
 	}
-	return batch.Run(ctx, cfg, p.Apply)
+	return batch.Run(ctx, cfg, apply)
 }
 
 // IsStoreUnavailable reports the Postgres errors that say the database is out of reach or

@@ -2,13 +2,15 @@ package projections
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -17,6 +19,7 @@ import (
 	"tradesvc/events"
 	"tradesvc/events/trading"
 	"tradesvc/infra/kafka/batch"
+	"tradesvc/infra/postgres"
 	"tradesvc/query"
 )
 
@@ -37,8 +40,13 @@ type TradingConfig struct {
 	// (in this process: the change feed dispatches them at once; other processes hear of
 	// them by NOTIFY).
 	Committed func(part int32, rows []query.Change)
-	// Stage, when set, is told how long each outcome took from its decision to the commit
-	// that applied it ("projected", metrics).
+	// CommandGrace is how long a command read from the command topic waits before it is
+	// applied on its own (default 20ms; negative: not at all): its outcome, which carries it,
+	// usually comes first, and then the command's own copy costs no transaction. An
+	// operation shows as queued (ACCEPTED, NEW) that much later when its outcome is slower.
+	CommandGrace time.Duration
+	// Stage, when set, is told how long each outcome took from its decision to reach the
+	// projection ("consumed") and to the commit that applied it ("projected", metrics).
 	Stage func(stage string, took time.Duration)
 	// Logger receives pruning problems (default slog.Default()).
 	Logger *slog.Logger
@@ -71,8 +79,14 @@ type Trading struct {
 	digits    *digitsCache
 	positions *Positions // nil while replaying
 	seen      *seenApplied
+	analyzer  *postgres.Analyzer // keeps the read models' statistics current while they are young
 	lastPrune atomic.Int64
 	comb      combiner
+
+	heldMu   sync.Mutex
+	held     map[topicPartition]batch.Message // the last message of each partition held (Positions.hold)
+	heldCtx  context.Context
+	flushing bool
 }
 
 // NewTrading builds the projection.
@@ -92,7 +106,12 @@ func NewTrading(cfg TradingConfig) (*Trading, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	t := &Trading{cfg: cfg, digits: newDigitsCache(), seen: newSeenApplied()}
+	if cfg.CommandGrace == 0 && !cfg.Replaying {
+		cfg.CommandGrace = 20 * time.Millisecond
+	}
+	t := &Trading{cfg: cfg, digits: newDigitsCache(), seen: newSeenApplied(),
+		analyzer: postgres.NewAnalyzer(cfg.Pool, cfg.Logger, "rm.operations", "rm.orders", "rm.deals", "rm.positions",
+			"rm.account_balances", "rm.changes")}
 	if !cfg.Replaying {
 		t.positions = NewPositions(cfg.Pool, TradingName)
 	}
@@ -106,6 +125,10 @@ func (t *Trading) Positions() batch.Positions {
 	}
 	return t.positions
 }
+
+// AppliedFact implements Deduplicating: the relay's copy of a fact applied in band is not
+// even decoded.
+func (t *Trading) AppliedFact(seq uint64) bool { return !t.cfg.Replaying && t.seen.factSeq(seq) }
 
 // Topics the projection reads.
 func (t *Trading) Topics() []events.Topic {
@@ -129,7 +152,135 @@ func (t *Trading) Apply(ctx context.Context, msgs []batch.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	return t.combine(ctx, msgs, t.apply)
+	if t.cfg.Stage != nil {
+		now := t.cfg.Now().UnixMilli()
+		for _, m := range msgs {
+			if out, ok := m.Event.(*events.ExecutionOutcome); ok {
+				t.cfg.Stage("consumed", time.Duration(now-out.DecidedAt)*time.Millisecond)
+			}
+		}
+	}
+	if !t.cfg.Replaying {
+		wait, err := t.waitsForOwner(ctx, msgs)
+		if err != nil {
+			return fmt.Errorf("trading projection: %w", err)
+		}
+		if wait {
+			return errOwnerPending
+		}
+	}
+	t.graceCommands(ctx, msgs)
+	return t.comb.combine(ctx, msgs, t.apply)
+}
+
+// waitsForOwner reports whether msgs hold a fresh fact of the relay whose tag names an
+// operation this projection has not applied yet (its command or outcome is still on its way
+// in another partition's batch): the batch then waits for it alone (errOwnerPending), before
+// it joins a merged round that it would otherwise roll back. Tags unknown to this process
+// are looked up in the read model first (operations applied before it started).
+func (t *Trading) waitsForOwner(ctx context.Context, msgs []batch.Message) (bool, error) {
+	var unknown []loginTag
+	own := map[loginTag]bool{}
+	for _, m := range msgs {
+		if m.Event == nil {
+			continue // not decoded: a type the projection does not apply, a copy applied already
+		}
+		if r, ok := trading.RequestOf(m.Event); ok {
+			own[loginTag{r.Login, r.Tag}] = true
+		}
+		if out, ok := m.Event.(*events.ExecutionOutcome); ok {
+			own[loginTag{out.Login, out.Tag}] = true
+		}
+	}
+	now := t.cfg.Now().UnixMilli()
+	young := false
+	for _, m := range msgs {
+		k, ok := ownedFact(m.Event)
+		if !ok || own[k] || m.Envelope.OccurredAt == 0 || now-m.Envelope.OccurredAt > ownerWait.Milliseconds() ||
+			t.seen.fact(m.Event) {
+			continue
+		}
+		if _, ok := t.seen.owner(k); !ok {
+			unknown = append(unknown, k)
+			young = young || now-m.Envelope.OccurredAt < ownerInFlight.Milliseconds()
+		}
+	}
+	if len(unknown) == 0 {
+		return false, nil
+	}
+	if young {
+		return true, nil // its command or outcome is on its way here: no read until it is late
+	}
+	logins, tags := make([]int64, len(unknown)), make([]string, len(unknown))
+	for i, k := range unknown {
+		logins[i], tags[i] = k.login, k.tag
+	}
+	rows, err := t.cfg.Pool.Query(ctx, `SELECT login, tag, operation_id, coalesce(api_key_id, 0),
+		coalesce(client_order_id, '') FROM rm.operations WHERE kind IS NOT NULL
+		AND (login, tag) IN (SELECT l, t FROM unnest($1::bigint[], $2::text[]) AS x(l, t))`, logins, tags)
+	if err != nil {
+		return false, fmt.Errorf("resolve tags: %w", err)
+	}
+	found := map[loginTag]bool{}
+	for rows.Next() {
+		var k loginTag
+		var o tagOwner
+		if err := rows.Scan(&k.login, &k.tag, &o.operationID, &o.apiKeyID, &o.clientOrderID); err != nil {
+			rows.Close()
+			return false, fmt.Errorf("resolve tags: %w", err)
+		}
+		t.seen.learnOwner(k, o)
+		found[k] = true
+	}
+	if err := rows.Err(); err != nil {
+		return false, fmt.Errorf("resolve tags: %w", err)
+	}
+	return len(found) < len(unknown), nil
+}
+
+// ownedFact returns the (login, tag) of a fact whose change row names the operation that
+// caused it: a trading deal, an order change of a pending order.
+func ownedFact(ev events.Event) (loginTag, bool) {
+	var login int64
+	var comment string
+	switch x := ev.(type) {
+	case *events.DealAdded:
+		if !trading.DealAction(x.Action).IsTrade() {
+			return loginTag{}, false
+		}
+		login, comment = x.Login, x.Comment
+	case *events.OrderChanged:
+		if trading.OrderType(x.Type).IsMarket() {
+			return loginTag{}, false
+		}
+		login, comment = x.Login, x.Comment
+	default:
+		return loginTag{}, false
+	}
+	tag := trading.TagOf(comment)
+	return loginTag{login, tag}, tag != ""
+}
+
+// graceCommands waits until the newest command of msgs is CommandGrace old (CommandGrace).
+// Only the command topic's consumer waits: its next batch takes what arrived meanwhile.
+func (t *Trading) graceCommands(ctx context.Context, msgs []batch.Message) {
+	if t.cfg.CommandGrace <= 0 {
+		return
+	}
+	var newest time.Time
+	for _, m := range msgs {
+		if _, ok := m.Event.(events.Command); ok && m.Timestamp.After(newest) {
+			newest = m.Timestamp
+		}
+	}
+	if wait := time.Until(newest.Add(t.cfg.CommandGrace)); wait > 0 {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // apply writes messages (of any partitions) in one transaction: the positions they move,
@@ -140,7 +291,28 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 	var adv *advance
 	var items []*tradingItem
 	var rows map[int32][]changeRow
-	err := t.inTx(ctx, func(tx pgx.Tx) error {
+	// With every position known, what the batch applies is known before a transaction is
+	// opened: a batch of copies only (a relay's copies of in-band facts, commands an outcome
+	// carried) opens none (Positions.hold).
+	var logins []int64
+	prepared := false
+	if t.positions != nil {
+		if kept, ok := t.positions.knownPast(msgs); ok {
+			var err error
+			if items, logins, err = tradingItems(kept, t.seen); err != nil {
+				return fmt.Errorf("trading projection: %w", err)
+			}
+			if len(items) == 0 && len(kept) == 0 {
+				return nil // applied already, every one of them
+			}
+			if len(items) == 0 && t.positions.hold(kept, t.cfg.Now()) {
+				t.flushLater(ctx, kept)
+				return nil
+			}
+			prepared = true
+		}
+	}
+	err := t.inPipeTx(ctx, func(tx *pipeTx) error {
 		kept := msgs
 		if t.positions != nil {
 			var err error
@@ -148,10 +320,11 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 				return err
 			}
 		}
-		var logins []int64
-		var err error
-		if items, logins, err = tradingItems(kept, t.seen); err != nil {
-			return err
+		if !prepared {
+			var err error
+			if items, logins, err = tradingItems(kept, t.seen); err != nil {
+				return err
+			}
 		}
 		// Two round trips inside the transaction: the positions, the logins' locks, every
 		// fact and the reads the derivation needs in one pipeline; then the derived columns
@@ -171,10 +344,7 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 		if !t.cfg.Replaying {
 			t.queueTagOwners(b, items, owners)
 		}
-		if b.Len() == 0 {
-			return nil
-		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		if err := tx.send(ctx, b); err != nil {
 			return fmt.Errorf("apply facts: %w", err)
 		}
 		if adv != nil {
@@ -191,14 +361,12 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 		b = &pgx.Batch{}
 		changes := t.queueDerived(b, ops)
 		if !t.cfg.Replaying {
+			var err error
 			if rows, err = t.queueChanges(b, items, owners, changes); err != nil {
 				return err
 			}
 		}
-		if b.Len() == 0 {
-			return nil
-		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		if err := tx.commit(ctx, b); err != nil {
 			return fmt.Errorf("write derived operations and the change feed: %w", err)
 		}
 		return nil
@@ -213,6 +381,7 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 		t.positions.committed(adv)
 	}
 	t.seen.committed(items)
+	t.analyzer.Added(len(items))
 	if t.cfg.Stage != nil {
 		now := t.cfg.Now().UnixMilli()
 		for _, m := range msgs {
@@ -226,10 +395,56 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 	return nil
 }
 
-// inTx runs fn in a transaction; a failure of the COMMIT itself is a commitError (the
-// transaction may have taken effect).
-func (t *Trading) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return inTx(ctx, t.cfg.Pool, fn)
+// flushLater makes sure the positions held over msgs are written within about maxHeld even
+// when nothing more comes on their partitions: the held messages go through Apply again once
+// they are overdue, and that writes them (a partition's stored position is what audits,
+// replays and restarts read).
+func (t *Trading) flushLater(ctx context.Context, msgs []batch.Message) {
+	t.heldMu.Lock()
+	defer t.heldMu.Unlock()
+	if t.held == nil {
+		t.held = map[topicPartition]batch.Message{}
+	}
+	for _, m := range msgs {
+		t.held[topicPartition{m.Topic, m.Partition}] = m
+	}
+	t.heldCtx = ctx
+	if t.flushing {
+		return
+	}
+	t.flushing = true
+	time.AfterFunc(maxHeld+50*time.Millisecond, t.flushHeld)
+}
+
+// flushHeld applies the held messages again (their consumer's context still running):
+// overdue now, their positions are written.
+func (t *Trading) flushHeld() {
+	t.heldMu.Lock()
+	msgs := make([]batch.Message, 0, len(t.held))
+	for _, m := range t.held {
+		msgs = append(msgs, m)
+	}
+	t.held = nil
+	ctx := t.heldCtx
+	t.flushing = false
+	t.heldMu.Unlock()
+	if len(msgs) == 0 || ctx == nil || ctx.Err() != nil {
+		return // the session ended: the next one starts from the stored positions anyway
+	}
+	if err := t.comb.combine(ctx, msgs, t.apply); err != nil && ctx.Err() == nil {
+		t.cfg.Logger.Warn("trading projection: write held positions; the next batch writes them", "err", err)
+	}
+}
+
+// inPipeTx runs fn in a pipelined transaction (pipetx.go): fn sends its first pipeline with
+// send and its last with commit; a transaction fn leaves uncommitted is rolled back.
+func (t *Trading) inPipeTx(ctx context.Context, fn func(*pipeTx) error) error {
+	tx, err := beginPipe(ctx, t.cfg.Pool)
+	if err != nil {
+		return err
+	}
+	defer tx.close(ctx)
+	return fn(tx)
 }
 
 // inTx runs fn in a transaction of pool; a failure of the COMMIT itself is a commitError.
@@ -333,6 +548,11 @@ var errOwnerPending = fmt.Errorf("a fact came before its command: %w", batch.Err
 // the service's (a manual comment that looks like one), and the fact goes without C.
 const ownerWait = 2 * time.Second
 
+// ownerInFlight: a fact younger than this whose operation this process has not applied is
+// waited for without reading the read model (the command or outcome that causes it is on its
+// way); an older one is looked up (an operation applied before this process started).
+const ownerInFlight = 250 * time.Millisecond
+
 // ownerPending reports whether an applied fact of the relay carries a tag no known operation
 // has, and is young enough to wait for it.
 func ownerPending(items []*tradingItem, owners map[loginTag]tagOwner, now time.Time) bool {
@@ -340,24 +560,8 @@ func ownerPending(items []*tradingItem, owners map[loginTag]tagOwner, now time.T
 		if !it.applied || it.inBand || it.at == 0 || now.UnixMilli()-it.at > ownerWait.Milliseconds() {
 			continue
 		}
-		var login int64
-		var comment string
-		switch x := it.ev.(type) {
-		case *events.DealAdded:
-			if !trading.DealAction(x.Action).IsTrade() {
-				continue
-			}
-			login, comment = x.Login, x.Comment
-		case *events.OrderChanged:
-			if trading.OrderType(x.Type).IsMarket() {
-				continue
-			}
-			login, comment = x.Login, x.Comment
-		default:
-			continue
-		}
-		if tag := trading.TagOf(comment); tag != "" {
-			if _, ok := owners[loginTag{login, tag}]; !ok {
+		if k, ok := ownedFact(it.ev); ok {
+			if _, ok := owners[k]; !ok {
 				return true
 			}
 		}

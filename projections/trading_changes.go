@@ -2,10 +2,11 @@ package projections
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/jackc/pgx/v5"
 
@@ -200,37 +201,27 @@ func (r *changeRow) own(login int64, kind string, o tagOwner) {
 // from the commands this process applied recently, else by a read queued on b (after this
 // batch's commands were applied).
 func (t *Trading) queueTagOwners(b *pgx.Batch, items []*tradingItem, out map[loginTag]tagOwner) {
+	for _, it := range items { // this batch's own commands
+		if r, ok := trading.RequestOf(it.ev); ok {
+			out[loginTag{r.Login, r.Tag}] = tagOwner{operationID: r.OperationID, apiKeyID: r.APIKeyID,
+				clientOrderID: r.ClientOrderID}
+		}
+	}
 	var logins []int64
 	var tags []string
 	for _, it := range items {
-		var login int64
-		var comment string
-		switch x := it.ev.(type) {
-		case *events.DealAdded:
-			login, comment = x.Login, x.Comment
-		case *events.OrderChanged:
-			login, comment = x.Login, x.Comment
-		default:
+		k, ok := ownedFact(it.ev)
+		if !ok {
 			continue
 		}
-		tag := trading.TagOf(comment)
-		if tag == "" {
+		if _, ok := out[k]; ok {
 			continue
 		}
-		k := loginTag{login, tag}
 		if o, ok := t.seen.owner(k); ok {
 			out[k] = o
 			continue
 		}
-		logins, tags = append(logins, login), append(tags, tag)
-	}
-	for _, it := range items { // this batch's own commands
-		if r, ok := trading.RequestOf(it.ev); ok {
-			k := loginTag{r.Login, r.Tag}
-			if _, known := out[k]; !known {
-				out[k] = tagOwner{operationID: r.OperationID, apiKeyID: r.APIKeyID, clientOrderID: r.ClientOrderID}
-			}
-		}
+		logins, tags = append(logins, k.login), append(tags, k.tag)
 	}
 	if len(tags) == 0 {
 		return

@@ -133,8 +133,11 @@ func (r *TradingReader) orders(ctx context.Context, what, where string, args ...
 // Order returns order orderID of login, open or done; ok is false when the login has no such
 // order.
 func (r *TradingReader) Order(ctx context.Context, login, orderID int64) (trading.Order, bool, error) {
-	o, err := scanOrder(r.pool.QueryRow(ctx, orderSelect+`WHERE r.order_id = $1 AND r.login = $2`, orderID, login))
-	if errors.Is(err, pgx.ErrNoRows) {
+	// By the primary key alone, the login checked here: with the login in the WHERE clause a
+	// plan cached while the table was small could take the (login, time_setup) index and
+	// read every order of the login.
+	o, err := scanOrder(r.pool.QueryRow(ctx, orderSelect+`WHERE r.order_id = $1`, orderID))
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && o.Login != login {
 		return trading.Order{}, false, nil
 	}
 	if err != nil {

@@ -47,6 +47,13 @@ func (s *seenApplied) fact(ev events.Event) bool {
 	return s.facts.has(seq)
 }
 
+// factSeq reports whether the fact of feed sequence seq was applied.
+func (s *seenApplied) factSeq(seq uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.facts.has(seq)
+}
+
 // command reports whether the command ev (of its attempt or a later one) was applied.
 func (s *seenApplied) command(ev events.Event) bool {
 	r, ok := trading.RequestOf(ev)
@@ -89,6 +96,18 @@ func (s *seenApplied) committed(items []*tradingItem) {
 		s.owners[k] = tagOwner{operationID: r.OperationID, apiKeyID: r.APIKeyID, clientOrderID: r.ClientOrderID}
 		s.tagOf[r.OperationID] = k
 	}
+}
+
+// learnOwner remembers the operation a tag belongs to, read from the read model.
+func (s *seenApplied) learnOwner(k loginTag, o tagOwner) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, known := s.attempt[o.operationID]; !known {
+		s.commands.add(o.operationID, s.forgetCommand)
+		s.attempt[o.operationID] = 0 // its command itself is not known to be applied
+	}
+	s.owners[k] = o
+	s.tagOf[o.operationID] = k
 }
 
 // forgetCommand drops an operation the ring no longer holds (s.mu held).

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"syscall"
 
 	"tradesvc/infra/config"
@@ -40,7 +41,15 @@ Every command also takes the configuration flags (see 'tradesvc serve --help') o
 TRADESVC_* environment variables.
 `
 
+// defaultGCPercent is the garbage collector's target when GOGC is not set: the service
+// allocates per order and shares its cores, so collecting half as often (heap up to three
+// times what is live, a few hundred MB) is CPU given back to the order path.
+const defaultGCPercent = 200
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -2,16 +2,19 @@ package executor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	json "github.com/goccy/go-json"
+
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/events"
+	"tradesvc/infra/postgres"
 )
 
 // execution is what cmd.executions knows of one (operation, attempt).
@@ -23,7 +26,8 @@ type execution struct {
 // executions is the executor's record of what it sent (cmd.executions), on a pool with
 // synchronous commit: a "sent" row lost in a crash could send an operation twice.
 type executions struct {
-	pool *pgxpool.Pool
+	pool     *pgxpool.Pool
+	analyzer *postgres.Analyzer
 
 	mu      sync.Mutex
 	queue   []decision // outcomes waiting to be stored (decidedLater)
@@ -34,7 +38,7 @@ func newExecutions(pool *pgxpool.Pool) (*executions, error) {
 	if pool == nil {
 		return nil, errors.New("executor: the executions store needs a pool")
 	}
-	return &executions{pool: pool}, nil
+	return &executions{pool: pool, analyzer: postgres.NewAnalyzer(pool, nil, "cmd.executions")}, nil
 }
 
 // sent records that o is about to be sent. It reports false when a row was already there:
@@ -102,6 +106,7 @@ func (s *executions) claim(ctx context.Context, ops []operation, sure func(*oper
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("read and record executions: %w", err)
 	}
+	s.analyzer.Added(len(recorded))
 	return known, recorded, nil
 }
 
@@ -130,13 +135,22 @@ func (s *executions) decided(ctx context.Context, ds []decision) error {
 			sentAt[i] = time.UnixMilli(d.outcome.SentAt)
 		}
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at, outcome, decided_at)
+	// Asynchronous commit: the outcomes are in the log already, and a row a Postgres crash
+	// loses is only a record missing its outcome, which a redelivered command or a retry
+	// reconciles (reporting the same outcome again). The sent rows (claim) stay synchronous:
+	// losing one could send twice.
+	// One round trip: the transaction travels in one pipeline.
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue(`INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at, outcome, decided_at)
 		SELECT id, attempt, login, tag, kind, sent_at, outcome::jsonb, decided_at
 		FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::timestamptz[])
 		  AS d(id, attempt, login, tag, kind, sent_at, outcome, decided_at)
 		ON CONFLICT (operation_id, attempt) DO UPDATE SET outcome = EXCLUDED.outcome, decided_at = EXCLUDED.decided_at`,
 		ids, attempts, logins, tags, kinds, sentAt, outcomes, decidedAt)
-	if err != nil {
+	b.Queue("COMMIT")
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("store %d outcomes: %w", n, err)
 	}
 	return nil

@@ -1,8 +1,9 @@
 package streams
 
 import (
-	"encoding/json"
 	"strconv"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/cockroachdb/apd/v3"
 

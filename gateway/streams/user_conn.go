@@ -3,11 +3,12 @@ package streams
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	json "github.com/goccy/go-json"
 
 	"tradesvc/events"
 	"tradesvc/query"
@@ -159,7 +160,7 @@ func (c *userConn) frame(ch *query.Change) []byte {
 	if !ok || !c.inScope(ch.Login) {
 		return nil
 	}
-	ev, ok := userFrame(ch.Fact, c.u.digits)
+	ev, ok := c.u.frames.render(ch.Fact, c.u.digits)
 	if !ok {
 		c.u.log.Error("streams: change-feed row without a renderable fact", "seq", ch.Seq, "kind", ch.Kind)
 		return nil

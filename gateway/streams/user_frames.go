@@ -1,7 +1,7 @@
 package streams
 
 import (
-	"encoding/json"
+	json "github.com/goccy/go-json"
 
 	"github.com/cockroachdb/apd/v3"
 

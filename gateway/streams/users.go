@@ -27,6 +27,48 @@ type Users struct {
 
 	mu   sync.Mutex
 	open map[string]map[*userConn]struct{} // listen key → its connections on this gateway
+
+	frames frameCache // each change's frame, rendered once for all its subscribers
+}
+
+// frameCache holds the frames of the most recent facts, by fact (the change feed hands every
+// subscriber the same fact): a change that reaches many streams is rendered once.
+type frameCache struct {
+	mu    sync.Mutex
+	byKey map[events.Event][]byte
+	ring  []events.Event
+	next  int
+}
+
+// frameCacheSize bounds the facts remembered: the subscribers of one change take it within
+// moments of each other.
+const frameCacheSize = 4096
+
+// render returns the frame of fact, rendering it only the first time.
+func (c *frameCache) render(fact events.Event, digits func(string) int32) ([]byte, bool) {
+	c.mu.Lock()
+	if f, ok := c.byKey[fact]; ok {
+		c.mu.Unlock()
+		return f, true
+	}
+	c.mu.Unlock()
+	f, ok := userFrame(fact, digits)
+	if !ok {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byKey == nil {
+		c.byKey, c.ring = make(map[events.Event][]byte, frameCacheSize), make([]events.Event, frameCacheSize)
+	}
+	if _, ok := c.byKey[fact]; !ok {
+		if old := c.ring[c.next]; old != nil {
+			delete(c.byKey, old)
+		}
+		c.ring[c.next], c.byKey[fact] = fact, f
+		c.next = (c.next + 1) % len(c.ring)
+	}
+	return f, true
 }
 
 // digits is a symbol's price precision for the frames, -1 when the symbol is unknown (the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -55,13 +56,23 @@ func (a *Appender) Append(ctx context.Context, topic events.Topic, evs ...events
 	if err != nil {
 		return err
 	}
-	return a.AppendEnvelopes(ctx, topic, envs...)
+	seqs := make([]uint64, len(evs))
+	for i, e := range evs {
+		seqs[i], _ = events.FactSeq(e)
+	}
+	return a.appendEnvelopes(ctx, topic, envs, seqs)
 }
 
 // AppendEnvelopes appends already wrapped events to topic in one batch. On error some of
 // them may have been written: consumers deduplicate, so appending the same envelopes again
 // is the way to finish the job.
 func (a *Appender) AppendEnvelopes(ctx context.Context, topic events.Topic, envs ...events.Envelope) error {
+	return a.appendEnvelopes(ctx, topic, envs, nil)
+}
+
+// appendEnvelopes appends envs; seqs, when given, are their trade-server feed sequences
+// (0: none), sent in the FactSeqMetadata header.
+func (a *Appender) appendEnvelopes(ctx context.Context, topic events.Topic, envs []events.Envelope, seqs []uint64) error {
 	if len(envs) == 0 {
 		return nil
 	}
@@ -74,6 +85,9 @@ func (a *Appender) AppendEnvelopes(ctx context.Context, topic events.Topic, envs
 		msg := message.NewMessage(env.ID, raw)
 		msg.SetContext(ctx)
 		msg.Metadata.Set(TypeMetadata, env.Type)
+		if i < len(seqs) && seqs[i] != 0 {
+			msg.Metadata.Set(FactSeqMetadata, strconv.FormatUint(seqs[i], 10))
+		}
 		msgs[i] = WithKey(msg, env.Key)
 	}
 	return a.pub.PublishBatch(topic.Name, msgs...)

@@ -16,6 +16,11 @@ const KeyMetadata = "partition_key"
 // type, so that a consumer skips the types it does not apply without decoding them.
 const TypeMetadata = "event_type"
 
+// FactSeqMetadata is the message metadata entry (a Kafka header) that carries a trade-server
+// fact's feed sequence, so that a consumer skips a copy of a fact it applied already without
+// decoding it.
+const FactSeqMetadata = "fact_seq"
+
 // ErrNoKey is returned when a message to publish has no KeyMetadata.
 var ErrNoKey = errors.New("kafka: message has no " + KeyMetadata + " metadata")
 

@@ -96,7 +96,7 @@ func New() *Metrics {
 			Help: "Seconds since this executor last recorded its heartbeat."}),
 		orderStage: histogram("order_stage_seconds",
 			"Where an operation's time goes, stage by stage (docs/benchmarks.md): recorded, queued (from "+
-				"the request's arrival), picked (from the command's append), claimed, sent, appended (from the "+
+				"the request's arrival), picked (from the command's append), claimed, sent, appended, consumed (from the "+
 				"decision), projected (from the decision), answered (from the request's arrival).",
 			[]float64{.0001, .00025, .0005, .001, .002, .004, .008, .016, .032, .064, .128, .256, .512, 1, 2, 5}, "stage"),
 		shed: counter("shed_total",

@@ -21,6 +21,13 @@ type Config struct {
 	// acknowledged, and the projections commit the log positions they applied with their
 	// writes.
 	MaxConns int32
+	// KeyedPlans is for pools whose statements only look rows up by key (the projections'
+	// writes): every prepared statement uses its generic plan, made once per connection
+	// (plan_cache_mode = force_generic_plan; Postgres would otherwise plan some of them afresh
+	// on every execution, which costs more than running them), and plans avoid sequential
+	// scans (enable_seqscan = off), so that a plan made while a table was small (a new
+	// deployment) never scans it whole once it has grown.
+	KeyedPlans bool
 }
 
 // Validate reports every problem of the configuration at once.
@@ -50,6 +57,10 @@ func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 		pc.MaxConns = cfg.MaxConns
 	}
 	pc.ConnConfig.RuntimeParams["synchronous_commit"] = "on" // whatever the server's default
+	if cfg.KeyedPlans {
+		pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+		pc.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open pool: %w", err)

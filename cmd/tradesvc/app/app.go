@@ -52,7 +52,7 @@ type App struct {
 
 	kcfg     kafka.Config
 	pool     *pgxpool.Pool // command side and reads: synchronous commit
-	rmPool   *pgxpool.Pool // read-model writes: asynchronous commit
+	rmPool   *pgxpool.Pool // read-model writes: synchronous commit, keyed plans
 	ch       driver.Conn
 	pub      *kafka.Publisher
 	switches *command.Switches
@@ -119,7 +119,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	if cfg.Has(config.RoleProjector) {
 		// Synchronous commit: the projections commit the log positions they applied with
 		// their writes, so a commit Postgres acknowledged is one a crash cannot take back.
-		if a.rmPool, err = postgres.Open(ctx, postgres.Config{URL: cfg.PGURL, MaxConns: readModelPoolConns}); err != nil {
+		// Keyed plans: their statements look rows up by key (postgres.Config.KeyedPlans).
+		if a.rmPool, err = postgres.Open(ctx, postgres.Config{URL: cfg.PGURL, MaxConns: readModelPoolConns,
+			KeyedPlans: true}); err != nil {
 			return nil, err
 		}
 	}

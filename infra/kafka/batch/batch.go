@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -58,6 +59,11 @@ type Config struct {
 	MaxWait time.Duration
 	// Sarama is the base client configuration (version, client id); required.
 	Sarama *sarama.Config
+	// FetchWait and FetchMin: a fetch returns once FetchMin bytes are there (default 1) or
+	// after FetchWait (default 100ms, at most). Consumers off the latency path raise both so
+	// that a quiet stream costs few fetches.
+	FetchWait time.Duration
+	FetchMin  int32
 	// Logger receives retry and decode problems.
 	Logger *slog.Logger
 
@@ -88,6 +94,10 @@ type Config struct {
 	// (told by its event_type header when it has one) reaches the handler undecoded, with a
 	// nil Event, which keeps its offset in the batch.
 	Accept func(eventType string) bool
+	// Applied, when set, names the trade-server facts the handler applied already (by feed
+	// sequence): a message whose fact_seq header it names reaches the handler undecoded,
+	// with a nil Event, like a type Accept refuses.
+	Applied func(seq uint64) bool
 }
 
 // Validate reports every problem at once.
@@ -162,6 +172,12 @@ func Run(ctx context.Context, cfg Config, handle Handler) error {
 	sc.Consumer.Return.Errors = true
 	if sc.Consumer.MaxWaitTime > 100*time.Millisecond || sc.Consumer.MaxWaitTime == 0 {
 		sc.Consumer.MaxWaitTime = 100 * time.Millisecond
+	}
+	if cfg.FetchWait > 0 {
+		sc.Consumer.MaxWaitTime = cfg.FetchWait
+	}
+	if cfg.FetchMin > 0 {
+		sc.Consumer.Fetch.Min = cfg.FetchMin
 	}
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
@@ -339,25 +355,37 @@ func (g *groupHandler) fill(ctx context.Context, in <-chan *sarama.ConsumerMessa
 	return raw, true
 }
 
-// TypeHeader is the Kafka header that names a message's event type (infra/kafka.TypeMetadata).
-const TypeHeader = "event_type"
+// TypeHeader is the Kafka header that names a message's event type (infra/kafka.TypeMetadata);
+// FactSeqHeader the one that carries a fact's feed sequence (infra/kafka.FactSeqMetadata).
+const (
+	TypeHeader    = "event_type"
+	FactSeqHeader = "fact_seq"
+)
 
-// headerType is the event type a message's header names, "" when it has none.
-func headerType(m *sarama.ConsumerMessage) string {
+// header is the value of a message's header named key, "" when it has none.
+func header(m *sarama.ConsumerMessage, key string) string {
 	for _, h := range m.Headers {
-		if h != nil && string(h.Key) == TypeHeader {
+		if h != nil && string(h.Key) == key {
 			return string(h.Value)
 		}
 	}
 	return ""
 }
 
-// decodeAccepted decodes m when accept takes its type; a message whose header names a type
-// accept refuses is not decoded at all.
-func decodeAccepted(m *sarama.ConsumerMessage, accept func(string) bool) (Message, error) {
-	if accept != nil {
-		if t := headerType(m); t != "" && !accept(t) {
-			return Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, raw: m,
+// decodeAccepted decodes m when accept takes its type and applied does not name its fact;
+// any other message is not decoded at all.
+func decodeAccepted(m *sarama.ConsumerMessage, accept func(string) bool, applied func(uint64) bool) (Message, error) {
+	if accept != nil || applied != nil {
+		t := header(m, TypeHeader)
+		skip := accept != nil && t != "" && !accept(t)
+		if !skip && applied != nil {
+			if v := header(m, FactSeqHeader); v != "" {
+				seq, err := strconv.ParseUint(v, 10, 64)
+				skip = err == nil && applied(seq)
+			}
+		}
+		if skip {
+			return Message{Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Timestamp: m.Timestamp, raw: m,
 				Envelope: events.Envelope{Type: t}}, nil
 		}
 	}

@@ -65,8 +65,9 @@ func (c *RelayConfig) defaults() {
 // Relay copies the trade server's feeds into the log: facts (deals, orders, positions,
 // account balance changes) to the trades topic, ticks and day statistics to the ticks topic,
 // symbols, server info and account snapshots to the reference topic. Facts are appended
-// before their cursor is saved, so a crash re-appends at most one batch; every fact carries
-// its feed sequence so projections drop the duplicates.
+// before their cursor is saved (at most every cursorSaveEvery), so a crash re-appends at most
+// what was appended in that time; every fact carries its feed sequence so projections drop
+// the duplicates.
 type Relay struct {
 	cfg     RelayConfig
 	port    mt5.TradeServer
@@ -196,11 +197,33 @@ func (r *Relay) saveBehind(ctx context.Context, name string) (save func(uint64),
 	}
 }
 
+// cursorSaveEvery spaces a cursor's saves: one commit for all the batches relayed meanwhile
+// (the newest position wins), instead of one per batch.
+const cursorSaveEvery = 100 * time.Millisecond
+
 // saveCursors saves each position sent on saves until it is closed (the last one with a
-// short deadline of its own, so a stopping relay still records where it got to).
+// short deadline of its own, so a stopping relay still records where it got to), at most
+// every cursorSaveEvery.
 func (r *Relay) saveCursors(ctx context.Context, name string, saves <-chan uint64, done chan<- struct{}) {
 	defer close(done)
+	var last time.Time
 	for pos := range saves {
+		if wait := cursorSaveEvery - time.Since(last); wait > 0 && ctx.Err() == nil {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+			select { // a newer position handed over meanwhile replaces this one
+			case newer, ok := <-saves:
+				if ok {
+					pos = newer
+				}
+			default:
+			}
+		}
+		last = time.Now()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		err := r.cursors.Save(sctx, name, pos)
 		cancel()

@@ -13,7 +13,7 @@ import (
 // Batches handed in by several consumers of one partition number are applied once each,
 // never two transactions at a time, and merged when they arrive while one is running.
 func TestCombinerAppliesEveryBatchOnceOneTransactionAtATime(t *testing.T) {
-	tr := &Trading{}
+	c := &combiner{}
 	var running, maxRunning, rounds atomic.Int32
 	seen := sync.Map{}
 	apply := func(_ context.Context, msgs []batch.Message) error {
@@ -33,13 +33,13 @@ func TestCombinerAppliesEveryBatchOnceOneTransactionAtATime(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	const consumers, batches = 3, 50
-	for c := range consumers {
+	for n := range consumers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range batches {
-				msgs := []batch.Message{{Partition: 5, Offset: int64(c*batches + i)}}
-				if err := tr.combine(context.Background(), msgs, apply); err != nil {
+				msgs := []batch.Message{{Partition: int32(n), Offset: int64(n*batches + i)}}
+				if err := c.combine(context.Background(), msgs, apply); err != nil {
 					t.Error(err)
 				}
 			}
@@ -62,20 +62,20 @@ func TestCombinerAppliesEveryBatchOnceOneTransactionAtATime(t *testing.T) {
 // A consumer whose context ends while it waits withdraws its batch; the others still get
 // theirs applied (leadership is never lost).
 func TestCombinerSurvivesAWaiterThatGivesUp(t *testing.T) {
-	tr := &Trading{}
+	c := &combiner{}
 	release := make(chan struct{})
 	apply := func(_ context.Context, msgs []batch.Message) error {
 		<-release
 		return nil
 	}
 	first := make(chan error, 1)
-	go func() { first <- tr.combine(context.Background(), []batch.Message{{Partition: 1, Offset: 1}}, apply) }()
+	go func() { first <- c.combine(context.Background(), []batch.Message{{Partition: 1, Offset: 1}}, apply) }()
 	time.Sleep(10 * time.Millisecond) // the first is applying and blocked
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan error, 1)
-	go func() { gaveUp <- tr.combine(ctx, []batch.Message{{Partition: 1, Offset: 2}}, apply) }()
+	go func() { gaveUp <- c.combine(ctx, []batch.Message{{Partition: 1, Offset: 2}}, apply) }()
 	third := make(chan error, 1)
-	go func() { third <- tr.combine(context.Background(), []batch.Message{{Partition: 1, Offset: 3}}, apply) }()
+	go func() { third <- c.combine(context.Background(), []batch.Message{{Partition: 1, Offset: 3}}, apply) }()
 	time.Sleep(10 * time.Millisecond)
 	cancel()
 	if err := <-gaveUp; err == nil {
@@ -99,7 +99,7 @@ func TestCombinerSurvivesAWaiterThatGivesUp(t *testing.T) {
 // message that cannot be applied fails only its own consumer's batch: another topic's
 // consumer is never charged with it (it would count towards parking its own messages).
 func TestCombinerChargesAFailureOnlyToTheBatchThatCausedIt(t *testing.T) {
-	tr := &Trading{}
+	c := &combiner{}
 	release := make(chan struct{})
 	var calls atomic.Int32
 	apply := func(_ context.Context, msgs []batch.Message) error {
@@ -115,20 +115,19 @@ func TestCombinerChargesAFailureOnlyToTheBatchThatCausedIt(t *testing.T) {
 		return nil
 	}
 	first := make(chan error, 1)
-	go func() { first <- tr.combine(context.Background(), []batch.Message{{Partition: 2, Offset: 1}}, apply) }()
+	go func() { first <- c.combine(context.Background(), []batch.Message{{Partition: 2, Offset: 1}}, apply) }()
 	for calls.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	poisoned := make(chan error, 1)
 	go func() {
-		poisoned <- tr.combine(context.Background(), []batch.Message{{Partition: 2, Offset: 666}}, apply)
+		poisoned <- c.combine(context.Background(), []batch.Message{{Partition: 2, Offset: 666}}, apply)
 	}()
 	innocent := make(chan error, 1)
 	go func() {
-		innocent <- tr.combine(context.Background(), []batch.Message{{Partition: 2, Offset: 7}}, apply)
+		innocent <- c.combine(context.Background(), []batch.Message{{Partition: 2, Offset: 7}}, apply)
 	}()
 	for {
-		c := &tr.comb
 		c.mu.Lock()
 		n := len(c.pending)
 		c.mu.Unlock()
@@ -154,3 +153,40 @@ var errPoison = errorString("check constraint violated")
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// A paced combiner starts a round at most every pace: batches handed in meanwhile by any
+// consumer wait and go in one round.
+func TestPacedCombinerMergesWhatArrivesWithinItsPace(t *testing.T) {
+	c := &combiner{pace: 200 * time.Millisecond}
+	var rounds atomic.Int32
+	var starts []time.Time
+	var mu sync.Mutex
+	apply := func(_ context.Context, msgs []batch.Message) error {
+		rounds.Add(1)
+		mu.Lock()
+		starts = append(starts, time.Now())
+		mu.Unlock()
+		return nil
+	}
+	if err := c.combine(context.Background(), []batch.Message{{Offset: 1}}, apply); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i) * 10 * time.Millisecond)
+			if err := c.combine(context.Background(), []batch.Message{{Partition: int32(i), Offset: 2}}, apply); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := rounds.Load(); n != 2 {
+		t.Fatalf("%d rounds for a first batch and 8 handed in within the pace, want 2", n)
+	}
+	if gap := starts[1].Sub(starts[0]); gap < 190*time.Millisecond {
+		t.Fatalf("second round started %v after the first, want at least the pace (200ms)", gap)
+	}
+}

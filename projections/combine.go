@@ -3,24 +3,30 @@ package projections
 import (
 	"context"
 	"sync"
+	"time"
 
 	"tradesvc/infra/kafka/batch"
 )
 
-// The consumers of the trading projection's partitions (three topics, eight partitions each)
-// hand it batches concurrently. Applying each as its own transaction would cost a
-// transaction per event at low load and have them queue on each other's login locks at high
-// load. The combiner instead applies whatever they have handed in as one transaction (group
-// commit): one writer at a time, and transactions that grow rather than multiply when the
-// load rises: an order's command, outcome and facts, and the orders of other logins, share
-// transactions. (The per-login lock stays: across processes, partitions may be consumed by
-// different projectors.)
+// A projection's consumers (one per claimed partition of each of its topics) hand it batches
+// concurrently. Applying each as its own write would cost a transaction per event at low
+// load, have them queue on each other's locks at high load, and give a ClickHouse table a
+// part per partition per second. The combiner instead applies whatever they have handed in
+// as one write (group commit): one writer at a time, and writes that grow rather than
+// multiply when the load rises. For the trading projection an order's command, outcome and
+// facts, and other logins' orders, share transactions; a ClickHouse table gets one insert
+// per pace.
 
-// combiner serialises and merges the batches of every consumer.
+// combiner serialises and merges the batches of every consumer of one projection.
 type combiner struct {
+	// pace, when positive, is the least time between the starts of two rounds (ClickHouse:
+	// few large inserts); the batches handed in meanwhile wait and are merged.
+	pace time.Duration
+
 	mu      sync.Mutex
 	pending []*handIn
 	running bool
+	last    time.Time // when the last round started
 }
 
 // handIn is one consumer's batch waiting to be applied.
@@ -30,13 +36,11 @@ type handIn struct {
 	lead chan struct{} // closed when this consumer is to apply the pending batches itself
 }
 
-// combine applies msgs, possibly together with batches of the same partition number handed
-// in meanwhile by the other topics' consumers, and returns once they are committed (or the
-// transaction that held them failed, which every consumer in it then retries). The consumer
-// that applies a round hands the next round to a waiting one, so no consumer serves the
-// others for long while its own topic waits.
-func (t *Trading) combine(ctx context.Context, msgs []batch.Message, apply func(context.Context, []batch.Message) error) error {
-	c := &t.comb
+// combine applies msgs, possibly together with batches handed in meanwhile by the other
+// consumers, and returns once they are committed (or the write that held them failed, which
+// every consumer in it then retries). The consumer that applies a round hands the next round
+// to a waiting one, so no consumer serves the others for long while its own partition waits.
+func (c *combiner) combine(ctx context.Context, msgs []batch.Message, apply func(context.Context, []batch.Message) error) error {
 	mine := &handIn{msgs: msgs, done: make(chan error, 1), lead: make(chan struct{})}
 	c.mu.Lock()
 	c.pending = append(c.pending, mine)
@@ -55,9 +59,23 @@ func (t *Trading) combine(ctx context.Context, msgs []batch.Message, apply func(
 			return ctx.Err()
 		}
 	}
+	if c.pace > 0 {
+		c.mu.Lock()
+		wait := time.Until(c.last.Add(c.pace))
+		c.mu.Unlock()
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done(): // applied anyway: the others' batches must not wait on this one
+			}
+			t.Stop()
+		}
+	}
 	c.mu.Lock()
 	work := c.pending
 	c.pending = nil
+	c.last = time.Now()
 	c.mu.Unlock()
 	var all []batch.Message
 	for _, w := range work {
