@@ -41,7 +41,7 @@ type AdmissionConfig struct {
 	// exposure is shed (default 4000).
 	MaxInFlight int
 	// MaxAge and StaleLimit: when StaleLimit operations have awaited their outcome longer
-	// than MaxAge, the path is lagging and new exposure is shed (defaults 500ms and 50).
+	// than MaxAge, the path is lagging and new exposure is shed (defaults 750ms and 100).
 	MaxAge     time.Duration
 	StaleLimit int
 	// RiskFactor multiplies every bound for risk-reducing operations (default 4).
@@ -58,10 +58,10 @@ func (c *AdmissionConfig) defaults() {
 		c.MaxInFlight = 4000
 	}
 	if c.MaxAge <= 0 {
-		c.MaxAge = 500 * time.Millisecond
+		c.MaxAge = 750 * time.Millisecond
 	}
 	if c.StaleLimit <= 0 {
-		c.StaleLimit = 50
+		c.StaleLimit = 100
 	}
 	if c.RiskFactor <= 0 {
 		c.RiskFactor = 4

@@ -161,39 +161,68 @@ func (t *Trading) Apply(ctx context.Context, msgs []batch.Message) error {
 		}
 	}
 	if !t.cfg.Replaying {
-		wait, err := t.waitsForOwner(ctx, msgs)
-		if err != nil {
+		if err := t.awaitOwners(ctx, msgs); err != nil {
 			return fmt.Errorf("trading projection: %w", err)
-		}
-		if wait {
-			return errOwnerPending
 		}
 	}
 	t.graceCommands(ctx, msgs)
 	return t.comb.combine(ctx, msgs, t.apply)
 }
 
-// waitsForOwner reports whether msgs hold a fresh fact of the relay whose tag names an
+// awaitOwners holds a batch that carries a fresh fact of the relay whose tag names an
 // operation this projection has not applied yet (its command or outcome is still on its way
-// in another partition's batch): the batch then waits for it alone (errOwnerPending), before
-// it joins a merged round that it would otherwise roll back. Tags unknown to this process
-// are looked up in the read model first (operations applied before it started).
-func (t *Trading) waitsForOwner(ctx context.Context, msgs []batch.Message) (bool, error) {
+// in another partition's batch) until that operation is applied, the fact is copied by an
+// applied outcome, or it is too old to wait for (ownerWait), before the batch joins a merged
+// round that it would otherwise roll back. It wakes on each commit rather than polling.
+func (t *Trading) awaitOwners(ctx context.Context, msgs []batch.Message) error {
+	for {
+		committed := t.seen.nextCommit()
+		wait, young, err := t.waitsForOwner(ctx, msgs)
+		if err != nil || !wait {
+			return err
+		}
+		step := 100 * time.Millisecond // an old fact: read the read model again now and then
+		if young {
+			step = ownerInFlight
+		}
+		timer := time.NewTimer(step)
+		select {
+		case <-committed:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		}
+		timer.Stop()
+	}
+}
+
+// waitsForOwner reports whether msgs hold a fresh fact of the relay whose tag names an
+// operation this projection has not applied, and whether such a fact is young (its command or
+// outcome is surely on its way: no read). Tags of older facts unknown to this process are
+// looked up in the read model (operations applied before it started).
+func (t *Trading) waitsForOwner(ctx context.Context, msgs []batch.Message) (wait, young bool, err error) {
 	var unknown []loginTag
-	own := map[loginTag]bool{}
+	var own map[loginTag]bool
 	for _, m := range msgs {
-		if m.Event == nil {
+		var k loginTag
+		switch x := m.Event.(type) {
+		case nil:
 			continue // not decoded: a type the projection does not apply, a copy applied already
+		case *events.ExecutionOutcome:
+			k = loginTag{x.Login, x.Tag}
+		case events.Command:
+			h := x.OperationHeader()
+			k = loginTag{h.Login, h.Tag}
+		default:
+			continue
 		}
-		if r, ok := trading.RequestOf(m.Event); ok {
-			own[loginTag{r.Login, r.Tag}] = true
+		if own == nil {
+			own = map[loginTag]bool{}
 		}
-		if out, ok := m.Event.(*events.ExecutionOutcome); ok {
-			own[loginTag{out.Login, out.Tag}] = true
-		}
+		own[k] = true
 	}
 	now := t.cfg.Now().UnixMilli()
-	young := false
 	for _, m := range msgs {
 		k, ok := ownedFact(m.Event)
 		if !ok || own[k] || m.Envelope.OccurredAt == 0 || now-m.Envelope.OccurredAt > ownerWait.Milliseconds() ||
@@ -206,10 +235,10 @@ func (t *Trading) waitsForOwner(ctx context.Context, msgs []batch.Message) (bool
 		}
 	}
 	if len(unknown) == 0 {
-		return false, nil
+		return false, false, nil
 	}
 	if young {
-		return true, nil // its command or outcome is on its way here: no read until it is late
+		return true, true, nil // its command or outcome is on its way here: no read until it is late
 	}
 	logins, tags := make([]int64, len(unknown)), make([]string, len(unknown))
 	for i, k := range unknown {
@@ -219,7 +248,7 @@ func (t *Trading) waitsForOwner(ctx context.Context, msgs []batch.Message) (bool
 		coalesce(client_order_id, '') FROM rm.operations WHERE kind IS NOT NULL
 		AND (login, tag) IN (SELECT l, t FROM unnest($1::bigint[], $2::text[]) AS x(l, t))`, logins, tags)
 	if err != nil {
-		return false, fmt.Errorf("resolve tags: %w", err)
+		return false, false, fmt.Errorf("resolve tags: %w", err)
 	}
 	found := map[loginTag]bool{}
 	for rows.Next() {
@@ -227,15 +256,15 @@ func (t *Trading) waitsForOwner(ctx context.Context, msgs []batch.Message) (bool
 		var o tagOwner
 		if err := rows.Scan(&k.login, &k.tag, &o.operationID, &o.apiKeyID, &o.clientOrderID); err != nil {
 			rows.Close()
-			return false, fmt.Errorf("resolve tags: %w", err)
+			return false, false, fmt.Errorf("resolve tags: %w", err)
 		}
 		t.seen.learnOwner(k, o)
 		found[k] = true
 	}
 	if err := rows.Err(); err != nil {
-		return false, fmt.Errorf("resolve tags: %w", err)
+		return false, false, fmt.Errorf("resolve tags: %w", err)
 	}
-	return len(found) < len(unknown), nil
+	return len(found) < len(unknown), false, nil
 }
 
 // ownedFact returns the (login, tag) of a fact whose change row names the operation that

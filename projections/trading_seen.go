@@ -25,6 +25,7 @@ type seenApplied struct {
 	attempt  map[string]int        // operation id → attempt applied (keys: commands)
 	owners   map[loginTag]tagOwner // (login, tag) → operation, for the commands kept
 	tagOf    map[string]loginTag   // operation id → its (login, tag), to forget it
+	commit   chan struct{}         // closed by the next commit (nextCommit)
 }
 
 // seenSize bounds what is remembered of each kind: the copies follow within seconds, far
@@ -75,10 +76,24 @@ func (s *seenApplied) owner(k loginTag) (tagOwner, bool) {
 	return o, ok
 }
 
+// nextCommit returns a channel closed when the next transaction's items are remembered.
+func (s *seenApplied) nextCommit() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.commit == nil {
+		s.commit = make(chan struct{})
+	}
+	return s.commit
+}
+
 // committed remembers the facts and commands of a committed transaction.
 func (s *seenApplied) committed(items []*tradingItem) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.commit != nil {
+		close(s.commit)
+		s.commit = nil
+	}
 	for _, it := range items {
 		if seq, ok := events.FactSeq(it.ev); ok {
 			s.facts.add(seq, nil)

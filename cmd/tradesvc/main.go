@@ -43,12 +43,19 @@ TRADESVC_* environment variables.
 
 // defaultGCPercent is the garbage collector's target when GOGC is not set: the service
 // allocates per order and shares its cores, so collecting half as often (heap up to three
-// times what is live, a few hundred MB) is CPU given back to the order path.
-const defaultGCPercent = 200
+// times what is live) is CPU given back to the order path. defaultMemoryLimit (when
+// GOMEMLIMIT is not set) makes it collect sooner rather than grow past 1 GiB.
+const (
+	defaultGCPercent   = 200
+	defaultMemoryLimit = 1 << 30
+)
 
 func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(defaultGCPercent)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(defaultMemoryLimit)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)

@@ -89,18 +89,39 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 		})
 	}
 	_ = g.Wait() // the goroutines report through firstErr, so that none cancels the others' sends
-	var errs []error
-	for _, dones := range appended {
-		for _, done := range dones {
-			if err := <-done; err != nil {
-				errs = append(errs, err)
-			}
+	if firstErr == nil {
+		// Every operation is decided; their outcomes are on their way to the log. The
+		// partition's next batch need not wait for that: the consumer marks this one once
+		// they are appended (batch.Defer), and an append that fails makes it start again
+		// from there (the redelivered commands find their sent rows and are reconciled,
+		// never sent again).
+		all := joinDones(appended)
+		if batch.Defer(ctx, all) {
+			return nil
 		}
+		return <-all
 	}
-	if len(errs) > 0 {
-		return errors.Join(firstErr, errs[0])
+	if err := <-joinDones(appended); err != nil {
+		return errors.Join(firstErr, err)
 	}
 	return firstErr
+}
+
+// joinDones yields once every done has: nil, or the first error.
+func joinDones(appended [][]<-chan error) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		var first error
+		for _, dones := range appended {
+			for _, done := range dones {
+				if err := <-done; err != nil && first == nil {
+					first = err
+				}
+			}
+		}
+		out <- first
+	}()
+	return out
 }
 
 // retry runs f until it succeeds or ctx ends, pausing a little longer after each failure.

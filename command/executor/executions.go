@@ -123,7 +123,11 @@ func (s *executions) decided(ctx context.Context, ds []decision) error {
 	logins := make([]int64, n)
 	sentAt, decidedAt := make([]time.Time, n), make([]time.Time, n)
 	for i, d := range ds {
-		raw, err := json.Marshal(d.outcome)
+		// The row records that the operation was decided and how; its facts and command are
+		// in the log's outcome (only that it is decided is read back).
+		slim := *d.outcome
+		slim.Facts, slim.Command = nil, nil
+		raw, err := json.Marshal(&slim)
 		if err != nil {
 			return fmt.Errorf("encode outcome of %s: %w", d.op.op.OperationID, err)
 		}

@@ -25,8 +25,8 @@ func admissionSettings(raw map[string]*string) []setting {
 	s := func(flagName, def, usage string) setting { return newSetting(raw, flagName, def, usage) }
 	return []setting{
 		s("admit-max-in-flight", "4000", "admission: operations awaiting their outcome past which new orders get -1008"),
-		s("admit-max-age", "500ms", "admission: an operation awaiting its outcome longer is late"),
-		s("admit-stale-limit", "50", "admission: late operations past which new orders get -1008"),
+		s("admit-max-age", "750ms", "admission: an operation awaiting its outcome longer is late"),
+		s("admit-stale-limit", "100", "admission: late operations past which new orders get -1008"),
 		s("admit-risk-factor", "4", "admission: how many times larger the bounds are for cancels, closes and sweeps"),
 	}
 }

@@ -118,7 +118,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.StringVar(&o.KeysFile, "keys", "", "`file` of API keys, JSON lines {\"apiKey\",\"apiSecret\",\"logins\"} (as 'tradesvc keys create' prints)")
 	fs.StringVar(&o.CreateKeys, "create-keys", "", "`N` keys to create, or 'auto': as many as the rates need beyond --keys (through the key store, like 'tradesvc keys create')")
 	fs.StringVar(&o.KeysOut, "keys-out", "", "write every key used to this file (JSON lines, mode 0600), to reuse with --keys")
-	fs.Func("logins", "logins created keys trade, comma separated (default 1001,1002,1003,1004)", func(s string) error {
+	fs.Func("logins", "logins created keys trade, comma separated (default the simulator's load accounts 1101-1116)", func(s string) error {
 		l, err := ParseLogins(s)
 		o.Logins = l
 		return err
@@ -160,7 +160,7 @@ func (o *Options) Normalize() error {
 		o.Duration = DefaultDuration(o.Scenario)
 	}
 	if len(o.Logins) == 0 {
-		o.Logins = []int64{1001, 1002, 1003, 1004}
+		o.Logins = LoadLogins()
 	}
 	if (o.Scenario == ScenarioResult || o.Scenario == ScenarioAck) && o.Rate <= 0 {
 		errs = append(errs, errors.New("--rate must be positive"))
@@ -233,4 +233,14 @@ func ParseLogins(s string) ([]int64, error) {
 		return nil, errors.New("no logins")
 	}
 	return out, nil
+}
+
+// LoadLogins are the simulator's load accounts (docs/simulator.md): a trade server takes an
+// account's operations one at a time, so a load is spread over many accounts, as a broker's is.
+func LoadLogins() []int64 {
+	out := make([]int64, 0, 16)
+	for l := int64(1101); l <= 1116; l++ {
+		out = append(out, l)
+	}
+	return out
 }

@@ -24,7 +24,7 @@ func parse(t *testing.T, scenario string, args ...string) (Options, error) {
 func TestOptionsDefaultToTheIssuesTargets(t *testing.T) {
 	o, err := parse(t, ScenarioResult)
 	if err != nil || o.Rate != 200 || o.Duration != time.Minute || o.Symbol != "BTCUSD" || o.Volume != "0.01" ||
-		!slices.Equal(o.Logins, []int64{1001, 1002, 1003, 1004}) || !o.Floor || !o.Verify || o.KeyUsage != 0.8 {
+		!slices.Equal(o.Logins, LoadLogins()) || !o.Floor || !o.Verify || o.KeyUsage != 0.8 {
 		t.Fatalf("result defaults %+v, %v", o, err)
 	}
 	if o, _ := parse(t, ScenarioAck); o.Rate != 1000 {

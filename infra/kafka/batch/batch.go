@@ -289,6 +289,14 @@ func (g *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 	topic, part := claim.Topic(), claim.Partition()
 	g.cfg.Observer.Claimed(topic, part, claim.InitialOffset(), claim.HighWaterMarkOffset())
 	defer g.cfg.Observer.Released(topic, part)
+	var marks chan marked // batches whose end was deferred, to be marked in order (marker)
+	var markerDone chan struct{}
+	defer func() {
+		if marks != nil {
+			close(marks)
+			<-markerDone // a session never ends before what it applied is marked
+		}
+	}()
 	in := claim.Messages()
 	for {
 		var raw []*sarama.ConsumerMessage
@@ -309,15 +317,92 @@ func (g *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 		if !ok {
 			return nil // not marked: the next owner of the partition reads it again
 		}
-		if !g.apply(ctx, claim, msgs) {
+		d, ok := g.apply(ctx, claim, msgs)
+		if !ok {
 			return nil
 		}
 		last := raw[len(raw)-1]
 		g.cfg.Logger.Debug("batch applied", "group", g.cfg.Group, "topic", topic, "partition", part,
 			"messages", len(raw), "events", len(msgs), "lastOffset", last.Offset)
-		sess.MarkMessage(last, "")
-		g.cfg.Observer.Applied(topic, part, len(msgs), last.Offset, last.Timestamp, claim.HighWaterMarkOffset())
+		done := marked{last: last, events: len(msgs), high: claim.HighWaterMarkOffset(), dones: d.dones}
+		if marks == nil && len(d.dones) == 0 {
+			g.mark(sess, done)
+			continue
+		}
+		if marks == nil {
+			marks = make(chan marked, maxDeferred)
+			markerDone = make(chan struct{})
+			go g.marker(sess, marks, markerDone)
+		}
+		marks <- done // waits while maxDeferred batches are still being finished
 	}
+}
+
+// maxDeferred bounds the batches of one partition whose handler deferred their end (Defer)
+// and that are not marked yet: the consumer waits for the oldest beyond it.
+const maxDeferred = 8
+
+// marked is a batch applied (or deferred) and waiting to be marked.
+type marked struct {
+	last   *sarama.ConsumerMessage
+	events int
+	high   int64
+	dones  []<-chan error
+}
+
+// mark marks a batch done: its offset, and the observer's record of it.
+func (g *groupHandler) mark(sess sarama.ConsumerGroupSession, m marked) {
+	sess.MarkMessage(m.last, "")
+	g.cfg.Observer.Applied(m.last.Topic, m.last.Partition, m.events, m.last.Offset, m.last.Timestamp, m.high)
+}
+
+// marker marks the batches of one partition in their order, each once what its handler
+// deferred is done. A deferred part that failed ends the session, so that the next one
+// starts from the last batch marked; nothing after it is marked.
+func (g *groupHandler) marker(sess sarama.ConsumerGroupSession, marks <-chan marked, done chan<- struct{}) {
+	defer close(done)
+	failed := false
+	for m := range marks {
+		var errs []error
+		for _, d := range m.dones {
+			if err := <-d; err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if failed {
+			continue
+		}
+		if len(errs) > 0 {
+			failed = true
+			g.cfg.Logger.Warn("a deferred batch failed: starting again from the last batch marked", "group", g.cfg.Group,
+				"topic", m.last.Topic, "partition", m.last.Partition, "offset", m.last.Offset, "err", errors.Join(errs...))
+			g.cfg.Observer.Failed(m.last.Topic, m.last.Partition, 1, errors.Join(errs...))
+			g.resume()
+			continue
+		}
+		g.mark(sess, m)
+	}
+}
+
+// deferKey carries a handler's deferred parts in its context (Defer).
+type deferKey struct{}
+
+// deferred is what one handler call deferred.
+type deferred struct{ dones []<-chan error }
+
+// Defer says, from inside a Handler, that the batch it is applying is finished only when done
+// yields (nil: finished; an error: not). The handler returns at once and the consumer goes on
+// with the partition's next batch; the batch is marked when done yields nil, batches in their
+// order, and a done that yields an error ends the session (the next starts from the last
+// batch marked, as after a crash). done must yield exactly once. Defer reports false outside
+// a consumer's handler: the caller then waits for done itself.
+func Defer(ctx context.Context, done <-chan error) bool {
+	d, ok := ctx.Value(deferKey{}).(*deferred)
+	if !ok {
+		return false
+	}
+	d.dones = append(d.dones, done)
+	return true
 }
 
 // fill adds to raw what the batch may still take: what is already buffered (NoWait), or

@@ -546,3 +546,88 @@ func TestTailBackfillsThenFollows(t *testing.T) {
 		}
 	}
 }
+
+// A handler that defers its batch's end (batch.Defer) lets the consumer go on with the next
+// batch at once; batches are marked in their order once their deferred part succeeds, and a
+// deferred part that fails makes the consumer start again from the last batch marked.
+func TestDeferredBatchesAreMarkedInOrderAndRedeliveredWhenTheyFail(t *testing.T) {
+	e := btSetup(t, 1)
+	for i := 1; i <= 3; i++ {
+		e.publish(envelopeMsg(t, tick("K", i)))
+	}
+	var mu sync.Mutex
+	var seen []int64                // offsets handed over, in order
+	dones := map[int64]chan error{} // the deferred part of each delivery, latest
+	handed := make(chan int64, 64)
+	h := func(ctx context.Context, msgs []batch.Message) error {
+		done := make(chan error, 1)
+		mu.Lock()
+		for _, m := range msgs {
+			seen = append(seen, m.Offset)
+			dones[m.Offset] = done
+		}
+		mu.Unlock()
+		if !batch.Defer(ctx, done) {
+			t.Error("Defer refused inside a handler")
+		}
+		handed <- msgs[len(msgs)-1].Offset
+		return nil
+	}
+	cfg := e.runConfig(1)
+	stop := e.run(cfg, h)
+	waitOffset := func(want int64) {
+		t.Helper()
+		for {
+			select {
+			case got := <-handed:
+				if got == want {
+					return
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("offset %d never handed over (seen %v)", want, seen)
+			}
+		}
+	}
+	// Every batch is handed over although none is finished: the consumer does not wait.
+	waitOffset(2)
+	doneOf := func(off int64) chan error {
+		mu.Lock()
+		defer mu.Unlock()
+		return dones[off]
+	}
+	doneOf(0) <- nil
+	doneOf(1) <- errors.New("append failed")
+	doneOf(2) <- nil
+	// Offset 0 was marked; 1 failed, so the next session starts from it again.
+	waitOffset(1)
+	waitOffset(2)
+	doneOf(1) <- nil
+	doneOf(2) <- nil
+	time.Sleep(500 * time.Millisecond) // the marks are committed on the way out
+	stop()
+	mu.Lock()
+	first := append([]int64(nil), seen...)
+	mu.Unlock()
+	if first[0] != 0 || first[1] != 1 || first[2] != 2 {
+		t.Fatalf("first session handed over %v", first)
+	}
+	for _, off := range first[3:] {
+		if off == 0 {
+			t.Fatalf("offset 0 redelivered although its batch succeeded and was marked: %v", first)
+		}
+	}
+	// A new session after a clean stop finds everything marked.
+	mu.Lock()
+	seen = nil
+	mu.Unlock()
+	stop = e.run(cfg, h)
+	e.publish(envelopeMsg(t, tick("K", 4)))
+	waitOffset(3)
+	doneOf(3) <- nil
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 || seen[0] != 3 {
+		t.Fatalf("after a clean stop the next session handed over %v, want only the new offset 3", seen)
+	}
+}

@@ -98,15 +98,17 @@ func (g *groupHandler) decodeOrPark(ctx context.Context, raw []*sarama.ConsumerM
 // failure that is not transient and repeats the same way MaxAttempts times, while the store
 // answers, makes the batch suspect: its messages are applied one by one, and the one that
 // still fails that way is parked.
-func (g *groupHandler) apply(ctx context.Context, claim sarama.ConsumerGroupClaim, msgs []Message) bool {
+func (g *groupHandler) apply(ctx context.Context, claim sarama.ConsumerGroupClaim, msgs []Message) (*deferred, bool) {
+	d := &deferred{}
 	same, lastErr := 0, ""
 	for attempt := 1; len(msgs) > 0; attempt++ {
-		err := g.handle(ctx, msgs)
+		d = &deferred{} // only the attempt that succeeds defers anything
+		err := g.handle(context.WithValue(ctx, deferKey{}, d), msgs)
 		if err == nil {
-			return true
+			return d, true
 		}
 		if ctx.Err() != nil {
-			return false // not marked: the next owner of the partition applies it again
+			return d, false // not marked: the next owner of the partition applies it again
 		}
 		if errors.Is(err, ErrRetrySoon) {
 			sleep(ctx, 5*time.Millisecond)
@@ -117,7 +119,7 @@ func (g *groupHandler) apply(ctx context.Context, claim sarama.ConsumerGroupClai
 			g.cfg.Logger.Warn("the stored positions moved: starting again from them", "group", g.cfg.Group,
 				"topic", claim.Topic(), "partition", claim.Partition(), "err", err)
 			g.resume()
-			return false
+			return d, false
 		}
 		g.cfg.Observer.Failed(claim.Topic(), claim.Partition(), attempt, err)
 		if g.poisonable(ctx, err) {
@@ -133,22 +135,25 @@ func (g *groupHandler) apply(ctx context.Context, claim sarama.ConsumerGroupClai
 			if len(msgs) == 1 {
 				g.cfg.Logger.Error("message fails the same way every time: parking it", "group", g.cfg.Group,
 					"topic", msgs[0].Topic, "partition", msgs[0].Partition, "offset", msgs[0].Offset, "attempts", attempt, "err", err)
-				return g.park(ctx, msgs[0], err, attempt)
+				return d, g.park(ctx, msgs[0], err, attempt)
 			}
 			g.cfg.Logger.Warn("batch fails the same way every time: applying its messages one by one", "group", g.cfg.Group,
 				"topic", claim.Topic(), "partition", claim.Partition(), "messages", len(msgs), "err", err)
+			all := &deferred{}
 			for _, m := range msgs {
-				if !g.apply(ctx, claim, []Message{m}) {
-					return false
+				one, ok := g.apply(ctx, claim, []Message{m})
+				all.dones = append(all.dones, one.dones...)
+				if !ok {
+					return all, false
 				}
 			}
-			return true
+			return all, true
 		}
 		g.cfg.Logger.Error("batch failed; retrying", "group", g.cfg.Group, "topic", claim.Topic(),
 			"partition", claim.Partition(), "attempt", attempt, "err", err)
 		sleep(ctx, backoff(attempt))
 	}
-	return true
+	return d, true
 }
 
 // poisonable: err could be the message's fault (not an outage).
