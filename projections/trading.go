@@ -367,7 +367,7 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 		tc := touchedBy(items)
 		var ops []*loadedOp
 		if !tc.empty() {
-			queueLoadOperations(b, tc, &ops)
+			queueLoadOperations(b, tc, foldedOutcomes(items), &ops)
 		}
 		owners := map[loginTag]tagOwner{}
 		if !t.cfg.Replaying {
@@ -388,6 +388,12 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 			return err
 		}
 		b = &pgx.Batch{}
+		for _, it := range foldOutcomes(items, ops) {
+			// Its operation was not found (an outcome older than embedding its command, whose
+			// command never came): stored by its own statement, derived when next touched.
+			sql, args := outcomeStatement(it.ev.(*events.ExecutionOutcome))
+			b.Queue(sql, args...)
+		}
 		changes := t.queueDerived(b, ops)
 		if !t.cfg.Replaying {
 			var err error
@@ -463,6 +469,17 @@ func (t *Trading) flushHeld() {
 	if err := t.comb.combine(ctx, msgs, t.apply); err != nil && ctx.Err() == nil {
 		t.cfg.Logger.Warn("trading projection: write held positions; the next batch writes them", "err", err)
 	}
+}
+
+// foldedOutcomes lists the outcomes of items that the update of the derived columns writes.
+func foldedOutcomes(items []*tradingItem) []*events.ExecutionOutcome {
+	var out []*events.ExecutionOutcome
+	for _, it := range items {
+		if it.folded {
+			out = append(out, it.ev.(*events.ExecutionOutcome))
+		}
+	}
+	return out
 }
 
 // inPipeTx runs fn in a pipelined transaction (pipetx.go): fn sends its first pipeline with
@@ -542,6 +559,12 @@ func tradingItems(msgs []batch.Message, seen *seenApplied) ([]*tradingItem, []in
 		}
 		if it != nil {
 			it.at = m.Envelope.OccurredAt
+			if isOutcome && out.CommandType != "" {
+				// Its operation's row exists once this transaction's first pipeline ran (its
+				// command is applied, or is in this transaction): the outcome is written by the
+				// update of the derived columns (foldOutcomes), not by a statement of its own.
+				it.sql, it.args, it.folded = "", nil, true
+			}
 		}
 		if isOutcome {
 			for _, f := range out.Facts.Events() {
@@ -563,6 +586,7 @@ type tradingItem struct {
 	args    []any
 	part    int32 // the partition it came from (an in-band fact and a command: their outcome's)
 	inBand  bool  // a fact an outcome carried
+	folded  bool  // an outcome written with its operation's derived columns (foldOutcomes)
 	at      int64 // when it was appended to the log, Unix ms (0: unknown)
 	applied bool
 }
@@ -606,6 +630,9 @@ func queueFacts(b *pgx.Batch, logins []int64, items []*tradingItem) {
 		b.Queue(`SELECT pg_advisory_xact_lock(l) FROM (SELECT l FROM unnest($1::bigint[]) AS l ORDER BY l) s`, logins)
 	}
 	for _, it := range items {
+		if it.sql == "" {
+			continue // folded
+		}
 		b.Queue(it.sql, it.args...).Exec(func(ct pgconn.CommandTag) error {
 			it.applied = ct.RowsAffected() > 0
 			return nil

@@ -22,6 +22,9 @@ type opChange struct {
 	// Answered: the endpoints that wait have their answer in Derived (Operation.Answered); the
 	// OPERATION row says so and only such a row wakes them.
 	Answered bool
+
+	changed bool                     // the derived columns changed (the version moves)
+	out     *events.ExecutionOutcome // an outcome written with them (foldOutcomes)
 }
 
 // touched collects the operations a batch may have changed: by id (commands, outcomes), by
@@ -68,7 +71,8 @@ func (t touched) empty() bool {
 }
 
 // loadOperationsSQL reads each touched operation with what its derivation needs: the sums of
-// its tag's distinct trading deals, the order its outcome names and the position it closes.
+// its tag's distinct trading deals, the order its outcome names (the outcome folded into this
+// transaction's update, $6-$8, when it is the newest) and the position it closes.
 //
 // The touched ids are gathered by a UNION of index lookups first: ORs of the four conditions
 // on one scan would read the whole table.
@@ -99,7 +103,9 @@ LEFT JOIN LATERAL (
 		(array_agg(position_id ORDER BY deal_id))[1] AS position1, max(time) AS last_time,
 		(array_agg(symbol ORDER BY deal_id))[1] AS symbol1
 	FROM rm.deals WHERE login = o.login AND tag = o.tag AND action IN (0, 1)) d ON true
-LEFT JOIN rm.orders r ON r.order_id = o.out_order_id AND r.login = o.login
+LEFT JOIN unnest($6::text[], $7::int[], $8::bigint[]) AS fo(id, attempt, out_order) ON fo.id = o.operation_id
+LEFT JOIN rm.orders r ON r.order_id = coalesce(CASE WHEN o.out_attempt IS NULL OR o.out_attempt <= fo.attempt
+	THEN fo.out_order END, o.out_order_id) AND r.login = o.login
 LEFT JOIN rm.positions p ON p.position_id = o.target_position_id AND p.login = o.login`
 
 // loadedOp is one row of loadOperationsSQL: inputs, stored derivation and symbol.
@@ -110,6 +116,42 @@ type loadedOp struct {
 	in      trading.Inputs
 	stored  trading.Derived
 	version int64
+	// out is an outcome of this transaction that is newer than the stored one: the update
+	// writes it with the derived columns (foldOutcomes).
+	out *events.ExecutionOutcome
+}
+
+// foldOutcomes lays each outcome of items over its loaded operation when it is newer than the
+// stored one (the newest attempt's; of one attempt, the one decided last), as the outcome's own
+// statement would have stored it: the derivation then reads it, and one update writes the
+// outcome and the derived columns together (one write of the row instead of two). It returns
+// the outcomes whose operation was not loaded, which are stored by their own statement.
+func foldOutcomes(items []*tradingItem, ops []*loadedOp) []*tradingItem {
+	byID := make(map[string]*loadedOp, len(ops))
+	for _, o := range ops {
+		byID[o.id] = o
+	}
+	var orphans []*tradingItem
+	for _, it := range items {
+		if !it.folded {
+			continue
+		}
+		out := it.ev.(*events.ExecutionOutcome)
+		o, ok := byID[out.OperationID]
+		if !ok {
+			orphans = append(orphans, it)
+			continue
+		}
+		if st := o.in.Out; st != nil && (st.Attempt > out.Attempt || st.Attempt == out.Attempt && st.DecidedAt == out.DecidedAt) {
+			continue // stored already, or older than what is stored
+		}
+		o.in.Out = &trading.Outcome{Attempt: out.Attempt, Status: trading.Status(out.Status), Code: out.Code,
+			Retcode: out.Retcode, Msg: out.Msg, Unanswered: out.Unanswered, OrderID: out.OrderID, DealID: out.DealID,
+			PositionID: out.Position, Price: out.Price, Volume: out.Volume, DecidedAt: out.DecidedAt}
+		o.out = out
+		it.applied = true
+	}
+	return orphans
 }
 
 // opSymbols lists the symbols of ops (for their digits).
@@ -124,35 +166,60 @@ func opSymbols(ops []*loadedOp) []string {
 // queueDerived recomputes the derived columns of ops, queues one update of those that
 // changed and returns them.
 func (t *Trading) queueDerived(b *pgx.Batch, ops []*loadedOp) []opChange {
-	var changes []opChange
+	var changes, writes []opChange
 	for _, o := range ops {
 		o.in.Digits, o.in.DigitsOK = t.digits.get(o.symbol)
 		d := trading.Derive(o.in)
-		if !trading.AnyChange(d, o.stored) {
+		changed := trading.AnyChange(d, o.stored)
+		if !changed && o.out == nil {
 			continue
 		}
 		op := trading.Operation{Kind: o.in.Kind, Type: o.in.Type}
 		d.Apply(&op)
-		changes = append(changes, opChange{OperationID: o.id, Login: o.login, Derived: d, Version: o.version + 1,
-			Visible: trading.VisibleChange(d, o.stored), Answered: op.Answered()})
+		c := opChange{OperationID: o.id, Login: o.login, Derived: d, Version: o.version, out: o.out}
+		if changed {
+			c.Version++
+			c.Visible, c.Answered = trading.VisibleChange(d, o.stored), op.Answered()
+			c.changed = true
+			changes = append(changes, c)
+		}
+		writes = append(writes, c)
 	}
-	if len(changes) > 0 {
-		queueDerivedUpdate(b, changes)
+	if len(writes) > 0 {
+		queueDerivedUpdate(b, writes)
 	}
 	return changes
 }
 
-// updateDerivedSQL writes the derived columns of several operations in one statement (the
-// touched operations of a batch are distinct; zero codes and ids, empty texts are NULL).
+// updateDerivedSQL writes the derived columns of several operations in one statement, and the
+// outcome folded into the same write where there is one (the touched operations of a batch are
+// distinct; zero codes and ids, empty texts are NULL; the version moves only when the derived
+// columns changed).
 const updateDerivedSQL = `UPDATE rm.operations o SET status = u.status, code = u.code, retcode = u.retcode,
 	msg = u.msg, order_id = u.order_id, deal_id = u.deal_id, position_id = u.position_id,
 	exec_price = u.exec_price, executed_volume = u.executed_volume, updated_at = u.updated_at,
 	deal_count = u.deal_count, derived_attempt = u.derived_attempt, derived_decided = u.derived_decided,
-	version = o.version + 1
+	version = o.version + CASE WHEN u.changed THEN 1 ELSE 0 END,
+	out_attempt = CASE WHEN u.has_out THEN u.out_attempt ELSE o.out_attempt END,
+	out_status = CASE WHEN u.has_out THEN u.out_status ELSE o.out_status END,
+	out_code = CASE WHEN u.has_out THEN u.out_code ELSE o.out_code END,
+	out_retcode = CASE WHEN u.has_out THEN u.out_retcode ELSE o.out_retcode END,
+	out_msg = CASE WHEN u.has_out THEN u.out_msg ELSE o.out_msg END,
+	out_unanswered = CASE WHEN u.has_out THEN u.out_unanswered ELSE o.out_unanswered END,
+	out_order_id = CASE WHEN u.has_out THEN u.out_order_id ELSE o.out_order_id END,
+	out_deal_id = CASE WHEN u.has_out THEN u.out_deal_id ELSE o.out_deal_id END,
+	out_position_id = CASE WHEN u.has_out THEN u.out_position_id ELSE o.out_position_id END,
+	out_price = CASE WHEN u.has_out THEN u.out_price ELSE o.out_price END,
+	out_volume = CASE WHEN u.has_out THEN u.out_volume ELSE o.out_volume END,
+	out_decided_at = CASE WHEN u.has_out THEN u.out_decided_at ELSE o.out_decided_at END
 FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[],
-	$9::numeric[], $10::numeric[], $11::bigint[], $12::int[], $13::int[], $14::boolean[])
+	$9::numeric[], $10::numeric[], $11::bigint[], $12::int[], $13::int[], $14::boolean[], $15::boolean[],
+	$16::boolean[], $17::int[], $18::text[], $19::int[], $20::int[], $21::text[], $22::boolean[], $23::bigint[],
+	$24::bigint[], $25::bigint[], $26::numeric[], $27::numeric[], $28::bigint[])
 	AS u(operation_id, status, code, retcode, msg, order_id, deal_id, position_id, exec_price, executed_volume,
-		updated_at, deal_count, derived_attempt, derived_decided)
+		updated_at, deal_count, derived_attempt, derived_decided, changed,
+		has_out, out_attempt, out_status, out_code, out_retcode, out_msg, out_unanswered, out_order_id,
+		out_deal_id, out_position_id, out_price, out_volume, out_decided_at)
 WHERE o.operation_id = u.operation_id`
 
 func queueDerivedUpdate(b *pgx.Batch, changes []opChange) {
@@ -165,18 +232,35 @@ func queueDerivedUpdate(b *pgx.Batch, changes []opChange) {
 		prices, volumes                = make([]*string, n), make([]*string, n)
 		updated                        = make([]int64, n)
 		deals, attempts                = make([]int32, n), make([]int32, n)
-		decided                        = make([]bool, n)
+		decided, changed               = make([]bool, n), make([]bool, n)
+
+		hasOut                            = make([]bool, n)
+		outAttempts                       = make([]*int32, n)
+		outStatuses, outMsgs              = make([]*string, n), make([]*string, n)
+		outCodes, outRetcodes             = make([]*int32, n), make([]*int32, n)
+		outUnanswered                     = make([]*bool, n)
+		outOrders, outDeals, outPositions = make([]*int64, n), make([]*int64, n), make([]*int64, n)
+		outPrices, outVolumes             = make([]*string, n), make([]*string, n)
+		outDecided                        = make([]*int64, n)
 	)
 	for i, c := range changes {
 		d := c.Derived
-		ids[i], statuses[i], updated[i], decided[i] = c.OperationID, string(d.Status), d.UpdatedAt, d.Decided
+		ids[i], statuses[i], updated[i], decided[i], changed[i] = c.OperationID, string(d.Status), d.UpdatedAt, d.Decided, c.changed
 		deals[i], attempts[i] = int32(d.Deals), int32(d.Attempt)
 		codes[i], retcodes[i] = nonZero32(d.Code), nonZero32(d.Retcode)
 		msgs[i], prices[i], volumes[i] = nonEmpty(d.Msg), decText(d.ExecPrice), decText(d.ExecutedVolume)
 		orderIDs[i], dealIDs[i], positionIDs[i] = nonZero64(d.OrderID), nonZero64(d.DealID), nonZero64(d.PositionID)
+		if x := c.out; x != nil {
+			a, st, un, at := int32(x.Attempt), x.Status, x.Unanswered, x.DecidedAt
+			hasOut[i], outAttempts[i], outStatuses[i], outUnanswered[i], outDecided[i] = true, &a, &st, &un, &at
+			outCodes[i], outRetcodes[i], outMsgs[i] = nonZero32(x.Code), nonZero32(x.Retcode), nonEmpty(x.Msg)
+			outOrders[i], outDeals[i], outPositions[i] = nonZero64(x.OrderID), nonZero64(x.DealID), nonZero64(x.Position)
+			outPrices[i], outVolumes[i] = decText(x.Price), decText(x.Volume)
+		}
 	}
 	b.Queue(updateDerivedSQL, ids, statuses, codes, retcodes, msgs, orderIDs, dealIDs, positionIDs, prices, volumes,
-		updated, deals, attempts, decided)
+		updated, deals, attempts, decided, changed, hasOut, outAttempts, outStatuses, outCodes, outRetcodes, outMsgs,
+		outUnanswered, outOrders, outDeals, outPositions, outPrices, outVolumes, outDecided)
 }
 
 // The array forms of nullText, nullInt, nullInt64 and nullDec: nil is NULL.
@@ -210,9 +294,14 @@ func decText(d *apd.Decimal) *string {
 	return &s
 }
 
-// queueLoadOperations queues the read of the touched operations into *ops.
-func queueLoadOperations(b *pgx.Batch, tc touched, ops *[]*loadedOp) {
-	b.Queue(loadOperationsSQL, tc.ids, tc.tagLogins, tc.tags, tc.orders, tc.positions).Query(func(rows pgx.Rows) error {
+// queueLoadOperations queues the read of the touched operations into *ops; folded are the
+// outcomes this transaction writes with the derived columns (foldOutcomes).
+func queueLoadOperations(b *pgx.Batch, tc touched, folded []*events.ExecutionOutcome, ops *[]*loadedOp) {
+	ids, attempts, orders := make([]string, len(folded)), make([]int32, len(folded)), make([]*int64, len(folded))
+	for i, out := range folded {
+		ids[i], attempts[i], orders[i] = out.OperationID, int32(out.Attempt), nonZero64(out.OrderID)
+	}
+	b.Queue(loadOperationsSQL, tc.ids, tc.tagLogins, tc.tags, tc.orders, tc.positions, ids, attempts, orders).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			o, err := scanLoadedOp(rows)
 			if err != nil {

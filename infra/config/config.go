@@ -62,6 +62,10 @@ type Config struct {
 	SimSeed string
 	// SimDataDir holds the simulator's journal.
 	SimDataDir string
+	// SimFsync makes the simulator fsync its journal before answering. Without it the
+	// journal is written (to the page cache) before every answer, which a killed process
+	// cannot take back; only a machine crash can.
+	SimFsync bool
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
 	// ShutdownTimeout bounds a graceful stop.
@@ -109,6 +113,7 @@ func (c *Config) settings(raw map[string]*string) []setting {
 		s("sim-addr", "", "remote simulator address for the executor (empty: embedded)"),
 		s("sim-seed", "", "simulator seed file (empty: embedded default seed)"),
 		s("sim-data-dir", "", "simulator journal directory (default run-dir/sim)"),
+		s("sim-fsync", "false", "the simulator fsyncs its journal before it answers (survives a machine crash; one disk flush per send)"),
 		s("log-level", "info", "log level: debug, info, warn, error"),
 		s("shutdown-timeout", "15s", "bound on a graceful stop: roles still running after it are abandoned and the process exits non-zero"),
 		s("dispatch-window", "60s", "how long a queued operation may wait to be sent before it is rejected (-1000)"),
@@ -153,6 +158,12 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	c.SimAddr = get("sim-addr")
 	c.SimSeed = get("sim-seed")
 	c.SimDataDir = get("sim-data-dir")
+	switch v := get("sim-fsync"); v {
+	case "true", "false":
+		c.SimFsync = v == "true"
+	default:
+		return c, fmt.Errorf("sim-fsync %q: want true or false", v)
+	}
 	if c.SimDataDir == "" {
 		c.SimDataDir = filepath.Join(c.RunDir, "sim")
 	}

@@ -139,8 +139,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 				return nil, fmt.Errorf("simulator seed: %w", err)
 			}
 		}
+		syncMode := sim.SyncNone
+		if cfg.SimFsync {
+			syncMode = sim.SyncBatch
+		}
 		a.sim, err = sim.Open(sim.Config{DataDir: cfg.SimDataDir, Seed: seed, TickInterval: 250 * time.Millisecond,
-			HousekeepInterval: time.Second, Logger: log.With("role", "sim")})
+			HousekeepInterval: time.Second, Sync: syncMode, Logger: log.With("role", "sim")})
 		if err != nil {
 			return nil, fmt.Errorf("open simulator: %w", err)
 		}

@@ -32,7 +32,8 @@ type SyncMode int
 const (
 	// SyncBatch fsyncs every group commit before its facts are visible (the default).
 	SyncBatch SyncMode = iota
-	// SyncNone writes but never fsyncs: survives a process crash, not a machine crash. For tests.
+	// SyncNone writes but never fsyncs: survives a process crash, not a machine crash (the
+	// service's embedded simulator unless --sim-fsync).
 	SyncNone
 )
 
