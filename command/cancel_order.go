@@ -17,13 +17,7 @@ type CancelOrderHandler struct {
 func (h CancelOrderHandler) Handle(ctx context.Context, cmd CancelOrder) (Result, error) {
 	return h.core.one(ctx, cmd.Base, trading.KindCancelOrder, func() (prepared, error) {
 		o, orig, err := h.core.pendingOrder(ctx, h.orders, cmd.Target, cmd.Base)
-		if err == nil && !cmd.TradeAllowed {
-			err = errAccountTradeOff
-		}
-		if err != nil {
-			return prepared{}, err
-		}
-		head, err := h.core.header(ctx, cmd.Base)
+		head, err := h.core.headed(ctx, cmd.Base, err)
 		if err != nil {
 			return prepared{}, err
 		}

@@ -59,11 +59,8 @@ func (h ClosePositionHandler) validate(ctx context.Context, cmd ClosePosition) (
 	if err := tradeModeAllows(spec, pos.Direction == trading.Sell, false); err != nil {
 		return nil, apd.Decimal{}, 0, err
 	}
-	if !cmd.TradeAllowed {
-		return nil, apd.Decimal{}, 0, errAccountTradeOff
-	}
 	// A full close carries no volume: the executor closes whatever the position holds.
-	head, err := h.core.header(ctx, cmd.Base)
+	head, err := h.core.headed(ctx, cmd.Base, nil)
 	if err != nil {
 		return nil, apd.Decimal{}, 0, err
 	}

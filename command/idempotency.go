@@ -85,7 +85,7 @@ func NewRecords(pool *pgxpool.Pool) (*Records, error) {
 		return nil, errors.New("command: idempotency records need a pool")
 	}
 	s := &Records{pool: pool, retention: Retention, analyzer: postgres.NewAnalyzer(pool, nil, "cmd.idempotency")}
-	s.group = group.New(s.insert)
+	s.group = group.New(s.insert, group.Options{Detached: true})
 	return s, nil
 }
 

@@ -20,12 +20,8 @@ var errStopLimitOnly = events.Reject(events.CodeParamNotRequired, "Parameter 'st
 
 // Handle validates the new values like a placement's and queues the change.
 func (h ModifyOrderHandler) Handle(ctx context.Context, cmd ModifyOrder) (Result, error) {
-	return h.core.one(ctx, cmd.Base, trading.KindModifyOrder, func() (prepared, error) {
-		ev, digits, err := h.validate(ctx, cmd)
-		if err != nil {
-			return prepared{}, err
-		}
-		return prepared{base: cmd.Base, kind: trading.KindModifyOrder, evs: []events.Command{ev}, digits: digits}, nil
+	return single(ctx, h.core, cmd.Base, trading.KindModifyOrder, func() (*events.OrderModifyRequested, int32, error) {
+		return h.validate(ctx, cmd)
 	})
 }
 
@@ -85,10 +81,7 @@ func (h ModifyOrderHandler) validate(ctx context.Context, cmd ModifyOrder) (*eve
 			return nil, 0, err
 		}
 	}
-	if !cmd.TradeAllowed {
-		return nil, 0, errAccountTradeOff
-	}
-	head, err := h.core.header(ctx, cmd.Base)
+	head, err := h.core.headed(ctx, cmd.Base, nil)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -18,12 +18,8 @@ type ModifyPositionHandler struct {
 
 // Handle validates the new stops (-4008, -4016, -4009) and queues the change.
 func (h ModifyPositionHandler) Handle(ctx context.Context, cmd ModifyPosition) (Result, error) {
-	return h.core.one(ctx, cmd.Base, trading.KindModifyPosition, func() (prepared, error) {
-		ev, digits, err := h.validate(ctx, cmd)
-		if err != nil {
-			return prepared{}, err
-		}
-		return prepared{base: cmd.Base, kind: trading.KindModifyPosition, evs: []events.Command{ev}, digits: digits}, nil
+	return single(ctx, h.core, cmd.Base, trading.KindModifyPosition, func() (*events.PositionModifyRequested, int32, error) {
+		return h.validate(ctx, cmd)
 	})
 }
 
@@ -59,10 +55,7 @@ func (h ModifyPositionHandler) validate(ctx context.Context, cmd ModifyPosition)
 	if err := tradeModeAllows(spec, buy, false); err != nil {
 		return nil, 0, err
 	}
-	if !cmd.TradeAllowed {
-		return nil, 0, errAccountTradeOff
-	}
-	head, err := h.core.header(ctx, cmd.Base)
+	head, err := h.core.headed(ctx, cmd.Base, nil)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -44,13 +44,7 @@ func (h PlaceOrderHandler) HandleBatch(ctx context.Context, cmds []PlaceOrder) [
 
 func (h PlaceOrderHandler) prepare(ctx context.Context, cmd PlaceOrder) (prepared, error) {
 	o, err := h.v.Order(ctx, cmd.Order, h.core.now())
-	if err == nil && !cmd.TradeAllowed {
-		err = errAccountTradeOff
-	}
-	if err != nil {
-		return prepared{}, err
-	}
-	head, err := h.core.header(ctx, cmd.Base)
+	head, err := h.core.headed(ctx, cmd.Base, err)
 	if err != nil {
 		return prepared{}, err
 	}

@@ -50,6 +50,30 @@ func (c *core) header(ctx context.Context, b Base) (events.Operation, error) {
 		Attempt: 1, Requester: b.Caller.Requester}, nil
 }
 
+// headed gives a validated operation its header, once the account may trade (-2024); a
+// validation that failed (err) is answered as it is.
+func (c *core) headed(ctx context.Context, b Base, err error) (events.Operation, error) {
+	if err == nil && !b.TradeAllowed {
+		err = errAccountTradeOff
+	}
+	if err != nil {
+		return events.Operation{}, err
+	}
+	return c.header(ctx, b)
+}
+
+// single is the flow of an operation of one command event: validate it (its event and the
+// symbol's digits), then record and queue it.
+func single[E events.Command](ctx context.Context, c *core, b Base, kind trading.Kind, validate func() (E, int32, error)) (Result, error) {
+	return c.one(ctx, b, kind, func() (prepared, error) {
+		ev, digits, err := validate()
+		if err != nil {
+			return prepared{}, err
+		}
+		return prepared{base: b, kind: kind, evs: []events.Command{ev}, digits: digits}, nil
+	})
+}
+
 // prepared is a validated operation ready to be recorded and queued.
 type prepared struct {
 	base Base

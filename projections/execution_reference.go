@@ -102,22 +102,10 @@ func (r *execReference) loadSymbols(ctx context.Context, ask []string, now time.
 }
 
 func (r *execReference) loadAccounts(ctx context.Context, ask []int64, now time.Time) error {
-	rows, err := r.pool.Query(ctx, `SELECT login, currency FROM rm.accounts WHERE login = ANY($1)`, ask)
+	found, err := readPairs[int64, string](ctx, r.pool, "execution quality accounts",
+		`SELECT login, currency FROM rm.accounts WHERE login = ANY($1)`, ask)
 	if err != nil {
-		return fmt.Errorf("execution quality: read accounts: %w", err)
-	}
-	defer rows.Close()
-	found := map[int64]string{}
-	for rows.Next() {
-		var login int64
-		var cur string
-		if err := rows.Scan(&login, &cur); err != nil {
-			return fmt.Errorf("execution quality: scan account: %w", err)
-		}
-		found[login] = cur
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("execution quality: read accounts: %w", err)
+		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

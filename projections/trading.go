@@ -244,25 +244,16 @@ func (t *Trading) waitsForOwner(ctx context.Context, msgs []batch.Message) (wait
 	for i, k := range unknown {
 		logins[i], tags[i] = k.login, k.tag
 	}
-	rows, err := t.cfg.Pool.Query(ctx, `SELECT login, tag, operation_id, coalesce(api_key_id, 0),
-		coalesce(client_order_id, '') FROM rm.operations WHERE kind IS NOT NULL
-		AND (login, tag) IN (SELECT l, t FROM unnest($1::bigint[], $2::text[]) AS x(l, t))`, logins, tags)
+	rows, err := t.cfg.Pool.Query(ctx, tagOwnersSQL, logins, tags)
 	if err != nil {
 		return false, false, fmt.Errorf("resolve tags: %w", err)
 	}
 	found := map[loginTag]bool{}
-	for rows.Next() {
-		var k loginTag
-		var o tagOwner
-		if err := rows.Scan(&k.login, &k.tag, &o.operationID, &o.apiKeyID, &o.clientOrderID); err != nil {
-			rows.Close()
-			return false, false, fmt.Errorf("resolve tags: %w", err)
-		}
+	if err := scanTagOwners(rows, func(k loginTag, o tagOwner) {
 		t.seen.learnOwner(k, o)
 		found[k] = true
-	}
-	if err := rows.Err(); err != nil {
-		return false, false, fmt.Errorf("resolve tags: %w", err)
+	}); err != nil {
+		return false, false, err
 	}
 	return len(found) < len(unknown), false, nil
 }

@@ -226,18 +226,29 @@ func (t *Trading) queueTagOwners(b *pgx.Batch, items []*tradingItem, out map[log
 	if len(tags) == 0 {
 		return
 	}
-	b.Queue(`SELECT login, tag, operation_id, coalesce(api_key_id, 0), coalesce(client_order_id, '')
-		FROM rm.operations WHERE kind IS NOT NULL
-		AND (login, tag) IN (SELECT l, t FROM unnest($1::bigint[], $2::text[]) AS x(l, t))`, logins, tags).Query(
-		func(rows pgx.Rows) error {
-			for rows.Next() {
-				var k loginTag
-				var o tagOwner
-				if err := rows.Scan(&k.login, &k.tag, &o.operationID, &o.apiKeyID, &o.clientOrderID); err != nil {
-					return fmt.Errorf("resolve tags: %w", err)
-				}
-				out[k] = o
-			}
-			return rows.Err()
-		})
+	b.Queue(tagOwnersSQL, logins, tags).Query(func(rows pgx.Rows) error {
+		return scanTagOwners(rows, func(k loginTag, o tagOwner) { out[k] = o })
+	})
+}
+
+// tagOwnersSQL reads the operations that carry (login, tag) pairs ($1, $2).
+const tagOwnersSQL = `SELECT login, tag, operation_id, coalesce(api_key_id, 0), coalesce(client_order_id, '')
+	FROM rm.operations WHERE kind IS NOT NULL
+	AND (login, tag) IN (SELECT l, t FROM unnest($1::bigint[], $2::text[]) AS x(l, t))`
+
+// scanTagOwners hands each row of tagOwnersSQL to found.
+func scanTagOwners(rows pgx.Rows, found func(loginTag, tagOwner)) error {
+	defer rows.Close()
+	for rows.Next() {
+		var k loginTag
+		var o tagOwner
+		if err := rows.Scan(&k.login, &k.tag, &o.operationID, &o.apiKeyID, &o.clientOrderID); err != nil {
+			return fmt.Errorf("resolve tags: %w", err)
+		}
+		found(k, o)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("resolve tags: %w", err)
+	}
+	return nil
 }

@@ -16,74 +16,66 @@ type querier interface {
 
 // digitsCache holds the digits of symbols (rm.symbols), which frames and averaged prices are
 // formatted with. Digits practically never change, so a symbol found is kept; a symbol not
-// found (reference data not projected yet) is asked for again after a minute, its decimals
-// meanwhile written at their own precision.
+// found (reference data not projected yet) is asked for again after execReferenceRetry, its
+// decimals meanwhile written at their own precision.
 type digitsCache struct {
-	mu      sync.Mutex
-	known   map[string]int32
-	missing map[string]time.Time
+	mu     sync.Mutex
+	digits remembered[string, int32]
 }
 
-const digitsRetry = time.Minute
-
-func newDigitsCache() *digitsCache {
-	return &digitsCache{known: map[string]int32{}, missing: map[string]time.Time{}}
-}
+func newDigitsCache() *digitsCache { return &digitsCache{digits: newRemembered[string, int32]()} }
 
 // get returns the digits of symbol; ok is false when it is not known.
 func (c *digitsCache) get(symbol string) (int32, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d, ok := c.known[symbol]
+	d, ok := c.digits.found[symbol]
 	return d, ok
 }
 
 // load reads the digits of the symbols the cache does not hold yet.
 func (c *digitsCache) load(ctx context.Context, q querier, symbols []string, now time.Time) error {
-	c.mu.Lock()
-	var ask []string
+	named := make([]string, 0, len(symbols))
 	for _, s := range symbols {
-		if s == "" {
-			continue
+		if s != "" {
+			named = append(named, s)
 		}
-		if _, ok := c.known[s]; ok {
-			continue
-		}
-		if at, ok := c.missing[s]; ok && now.Sub(at) < digitsRetry {
-			continue
-		}
-		ask = append(ask, s)
 	}
+	c.mu.Lock()
+	ask := c.digits.toAsk(named, now)
 	c.mu.Unlock()
 	if len(ask) == 0 {
 		return nil
 	}
-	rows, err := q.Query(ctx, `SELECT symbol, (spec->>'digits')::int FROM rm.symbols WHERE symbol = ANY($1)`, ask)
+	found, err := readPairs[string, int32](ctx, q, "symbol digits",
+		`SELECT symbol, (spec->>'digits')::int FROM rm.symbols WHERE symbol = ANY($1)`, ask)
 	if err != nil {
-		return fmt.Errorf("load symbol digits: %w", err)
-	}
-	found := map[string]int32{}
-	for rows.Next() {
-		var s string
-		var d int32
-		if err := rows.Scan(&s, &d); err != nil {
-			rows.Close()
-			return fmt.Errorf("scan symbol digits: %w", err)
-		}
-		found[s] = d
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("load symbol digits: %w", err)
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, s := range ask {
-		if d, ok := found[s]; ok {
-			c.known[s] = d
-			delete(c.missing, s)
-		} else {
-			c.missing[s] = now
-		}
-	}
+	c.digits.settle(ask, found, now)
 	return nil
+}
+
+// readPairs reads a query of two columns into a map from the first to the second.
+func readPairs[K comparable, V any](ctx context.Context, q querier, what, sql string, args ...any) (map[K]V, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	defer rows.Close()
+	out := map[K]V{}
+	for rows.Next() {
+		var k K
+		var v V
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("read %s: %w", what, err)
+		}
+		out[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	return out, nil
 }

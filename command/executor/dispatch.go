@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"tradesvc/infra/kafka/batch"
+	"tradesvc/infra/wait"
 )
 
 // errShutdown marks an operation interrupted by the shutdown (context ended, trade server
@@ -131,7 +132,7 @@ func retry(ctx context.Context, f func() error) error {
 		if err == nil {
 			return nil
 		}
-		if !wait(ctx, min(time.Duration(attempt)*100*time.Millisecond, 2*time.Second)) {
+		if wait.For(ctx, min(time.Duration(attempt)*100*time.Millisecond, 2*time.Second)) != nil {
 			return err
 		}
 	}

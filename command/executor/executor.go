@@ -173,15 +173,3 @@ func (x *Executor) Run(ctx context.Context) error {
 type Appender interface {
 	Append(ctx context.Context, topic events.Topic, evs ...events.Event) error
 }
-
-// wait sleeps d or until ctx ends; it reports whether the full time passed.
-func wait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}

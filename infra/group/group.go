@@ -7,22 +7,36 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Group merges the items handed to Do into rounds of run, one round at a time.
 type Group[T, R any] struct {
-	// run does one round: results[i] answers items[i]. An error fails the whole round. Its
-	// context does not end with any caller's: run bounds its own time.
+	// run does one round: results[i] answers items[i]. An error fails the whole round.
 	run func(ctx context.Context, items []T) ([]R, error)
+	opt Options
 
 	mu      sync.Mutex
 	pending []*call[T, R]
 	running bool
+	last    time.Time // when the last round started
+}
+
+// Options tune a group.
+type Options struct {
+	// Pace, when positive, is the least time between the starts of two rounds: what is handed
+	// in meanwhile waits and goes in one round (few large writes, e.g. ClickHouse inserts).
+	Pace time.Duration
+	// Detached runs each round with a context that does not end with its leader's (a round
+	// serves every caller in it, so one caller giving up must not fail the others); run then
+	// bounds its own time. Otherwise a round runs under the context of the caller that leads
+	// it (callers that share one lifetime, such as a consumer session's).
+	Detached bool
 }
 
 // New returns a group whose rounds run does.
-func New[T, R any](run func(ctx context.Context, items []T) ([]R, error)) *Group[T, R] {
-	return &Group[T, R]{run: run}
+func New[T, R any](run func(ctx context.Context, items []T) ([]R, error), opt Options) *Group[T, R] {
+	return &Group[T, R]{run: run, opt: opt}
 }
 
 type call[T, R any] struct {
@@ -68,17 +82,32 @@ func (g *Group[T, R]) Do(ctx context.Context, items []T) ([]R, error) {
 // round runs everything pending as one round, then hands the next round to the first caller
 // waiting, or ends the run.
 func (g *Group[T, R]) round(ctx context.Context) {
+	if g.opt.Pace > 0 {
+		g.mu.Lock()
+		wait := time.Until(g.last.Add(g.opt.Pace))
+		g.mu.Unlock()
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done(): // run anyway: the others' items must not wait on this caller
+			}
+			t.Stop()
+		}
+	}
 	g.mu.Lock()
 	work := g.pending
 	g.pending = nil
+	g.last = time.Now()
 	g.mu.Unlock()
 	var all []T
 	for _, c := range work {
 		all = append(all, c.items...)
 	}
-	// The round serves every caller in it: the leader's context ending must not fail the
-	// others (run bounds its own time).
-	results, err := g.run(context.WithoutCancel(ctx), all)
+	if g.opt.Detached {
+		ctx = context.WithoutCancel(ctx)
+	}
+	results, err := g.run(ctx, all)
 	if err == nil && len(results) != len(all) {
 		err = fmt.Errorf("group: %d results for %d items", len(results), len(all))
 	}

@@ -23,7 +23,7 @@ func TestEveryCallerGetsItsOwnResultsFromMergedRounds(t *testing.T) {
 			out[i] = v * 10
 		}
 		return out, nil
-	})
+	}, Options{})
 	var wg sync.WaitGroup
 	const callers, calls = 8, 20
 	for c := range callers {
@@ -62,7 +62,7 @@ func TestARoundsErrorReachesEveryCallerInIt(t *testing.T) {
 			return items, nil
 		}
 		return nil, boom
-	})
+	}, Options{})
 	first := make(chan error, 1)
 	go func() { _, err := g.Do(context.Background(), []int{1}); first <- err }()
 	for n.Load() == 0 {
@@ -92,7 +92,7 @@ func TestAWaiterThatGivesUpLosesNoRound(t *testing.T) {
 			<-release
 		}
 		return items, nil
-	})
+	}, Options{Detached: true})
 	first := make(chan error, 1)
 	go func() { _, err := g.Do(context.Background(), []int{1}); first <- err }()
 	for n.Load() == 0 {
@@ -120,5 +120,39 @@ func TestAWaiterThatGivesUpLosesNoRound(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the next round never ran: leadership was lost")
+	}
+}
+
+// A paced group starts a round at most every pace: items handed in meanwhile by any caller
+// wait and go in one round.
+func TestPacedRoundsMergeWhatArrivesWithinThePace(t *testing.T) {
+	var mu sync.Mutex
+	var starts []time.Time
+	g := New(func(_ context.Context, items []int) ([]int, error) {
+		mu.Lock()
+		starts = append(starts, time.Now())
+		mu.Unlock()
+		return items, nil
+	}, Options{Pace: 200 * time.Millisecond})
+	if _, err := g.Do(context.Background(), []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i) * 10 * time.Millisecond)
+			if got, err := g.Do(context.Background(), []int{i + 1}); err != nil || len(got) != 1 || got[0] != i+1 {
+				t.Errorf("caller %d: %v %v", i, got, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(starts) != 2 {
+		t.Fatalf("%d rounds for a first call and 8 handed in within the pace, want 2", len(starts))
+	}
+	if gap := starts[1].Sub(starts[0]); gap < 190*time.Millisecond {
+		t.Fatalf("second round started %v after the first, want at least the pace (200ms)", gap)
 	}
 }

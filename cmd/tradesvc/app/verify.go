@@ -15,6 +15,7 @@ import (
 	"tradesvc/infra/config"
 	"tradesvc/infra/kafka"
 	"tradesvc/infra/postgres"
+	"tradesvc/infra/wait"
 	"tradesvc/projections"
 	"tradesvc/projections/verify"
 )
@@ -169,7 +170,7 @@ func liveSnapshot(ctx context.Context, src projections.Source, live *pgxpool.Poo
 		if err != nil {
 			return nil, "", nil, err
 		}
-		if err := sleepCtx(ctx, opts.Settle); err != nil {
+		if err := wait.For(ctx, opts.Settle); err != nil {
 			return nil, "", nil, err
 		}
 		again, _, err := projections.StoredPositions(ctx, src, nil, projections.TradingName, topics)
@@ -249,17 +250,6 @@ func copySymbols(ctx context.Context, live, scratch *pgxpool.Pool) error {
 		return fmt.Errorf("copy the symbols into the scratch database: %w", err)
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // ErrNotEqual is returned by the command when the rebuilt read models differ from the live ones.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tradesvc/gateway/gwclient"
+	"tradesvc/infra/wait"
 )
 
 // agent is one API key at work: its gateway client (signing with the server's clock), its
@@ -118,7 +119,7 @@ func (a *agent) awaitAccount(ctx context.Context, login int64, within time.Durat
 		if time.Now().After(deadline) {
 			return fmt.Errorf("key %s: GET /v1/account login %d answered HTTP %d: %s", short(a.APIKey), login, res.Status, res.Body)
 		}
-		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+		if err := wait.For(ctx, 500*time.Millisecond); err != nil {
 			return err
 		}
 	}

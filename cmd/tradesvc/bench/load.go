@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tradesvc/gateway/gwclient"
+	"tradesvc/infra/wait"
 )
 
 // orderRec is one order of a load: what was sent, when it was due, and what came back.
@@ -104,7 +105,7 @@ func (r *runner) run(ctx context.Context, l *load) {
 			}()
 		}
 		if i < n {
-			_ = sleep(ctx, time.Until(l.start.Add(l.sched.Offset(i))))
+			_ = wait.For(ctx, time.Until(l.start.Add(l.sched.Offset(i))))
 		}
 	}
 	wg.Wait()
@@ -151,7 +152,7 @@ func (r *runner) settle(ctx context.Context, recs []*orderRec, idle, most time.D
 	deadline := time.Now().Add(most)
 	missing, lastChange := r.deals.missing(recs), time.Now()
 	for len(missing) > 0 && time.Now().Before(deadline) && time.Since(lastChange) < idle {
-		if sleep(ctx, 100*time.Millisecond) != nil {
+		if wait.For(ctx, 100*time.Millisecond) != nil {
 			break
 		}
 		if m := r.deals.missing(missing); len(m) != len(missing) {

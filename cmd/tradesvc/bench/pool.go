@@ -8,6 +8,7 @@ import (
 
 	"tradesvc/events/dec"
 	"tradesvc/gateway/gwclient"
+	"tradesvc/infra/wait"
 )
 
 // addAgent puts a key to work: its client signs with the server's clock.
@@ -137,10 +138,10 @@ func (r *runner) waitForFreshWindows(ctx context.Context, agents []*agent, rate 
 		if (usage{weight: u.weight, orders1m: u.orders1m}).fresh(a.limits, perKey) {
 			next = time.UnixMilli((now.UnixMilli()/10000 + 1) * 10000)
 		}
-		wait := next.Add(windowGuard).Sub(now)
+		pause := next.Add(windowGuard).Sub(now)
 		r.logf("key %s has used weight %d, orders %d (10 s) / %d (1 m) in the current windows: waiting %.1f s for fresh ones",
-			short(a.APIKey), u.weight, u.orders10s, u.orders1m, wait.Seconds())
-		if err := sleep(ctx, wait); err != nil {
+			short(a.APIKey), u.weight, u.orders10s, u.orders1m, pause.Seconds())
+		if err := wait.For(ctx, pause); err != nil {
 			return err
 		}
 		return r.waitForFreshWindows(ctx, agents, rate)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"tradesvc/gateway/gwclient"
+	"tradesvc/infra/wait"
 )
 
 // maxResolve bounds the orders whose missing DEAL is looked for by order id after a load
@@ -33,11 +34,11 @@ func (r *runner) resolveMissing(ctx context.Context, missing []*orderRec) int {
 func (r *runner) orderIDOf(ctx context.Context, o *orderRec) (int64, bool) {
 	a := o.agent
 	for {
-		wait := a.budget.take(r.now(), 1)
-		if wait == 0 {
+		pause := a.budget.take(r.now(), 1)
+		if pause == 0 {
 			break
 		}
-		if sleep(ctx, wait) != nil {
+		if wait.For(ctx, pause) != nil {
 			return 0, false
 		}
 	}

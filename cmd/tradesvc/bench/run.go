@@ -205,20 +205,6 @@ func (r *runner) nextIDs(n int) int {
 // clientOrderID names order seq of this run: at most 36 characters of the allowed set.
 func clientOrderID(runID string, seq int) string { return fmt.Sprintf("bn-%s-%d", runID, seq) }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 func joinLogins(ls []int64) string {
 	parts := make([]string, len(ls))
 	for i, l := range ls {

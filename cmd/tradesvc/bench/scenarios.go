@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"tradesvc/infra/wait"
 )
 
 // phase runs one open-loop load at rate for d with respType, waits for the DEALs still
@@ -110,7 +111,7 @@ func (r *runner) findSustained(ctx context.Context, rep *Report) (float64, []*or
 		}
 		r.logf("sustain step %d: %.0f orders/s %s (acceptance-to-FILLED p50 %.0f ms, p99 %.0f ms)", n, rate, verdict,
 			st.FillP50Ms, st.FillP99Ms)
-		if err := sleep(ctx, 2*time.Second); err != nil { // let the machine breathe between steps
+		if err := wait.For(ctx, 2*time.Second); err != nil { // let the machine breathe between steps
 			return Step{}, err
 		}
 		return st, nil

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"tradesvc/infra/wait"
 
 	"github.com/fasthttp/websocket"
 )
@@ -213,7 +214,7 @@ func (s *userStream) read() {
 		s.g.gaps.Add(1)
 		s.g.r.logf("user data stream of key %s closed: a gap; reconnecting", short(s.a.APIKey))
 		for attempt := 1; ; attempt++ {
-			if sleep(s.g.ctx, time.Duration(min(attempt, 10))*200*time.Millisecond) != nil {
+			if wait.For(s.g.ctx, time.Duration(min(attempt, 10))*200*time.Millisecond) != nil {
 				return
 			}
 			nc, err := s.connect(s.g.ctx)

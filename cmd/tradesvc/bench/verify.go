@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tradesvc/gateway/gwclient"
+	"tradesvc/infra/wait"
 )
 
 // VerifyResult is what the REST API says of the acknowledged orders once the load is over.
@@ -150,11 +151,11 @@ func (r *runner) checkAll(ctx context.Context, checks []*check) {
 func (r *runner) checkOnce(ctx context.Context, c *check) bool {
 	a := c.o.agent
 	for {
-		wait := a.budget.take(r.now(), 1)
-		if wait == 0 {
+		pause := a.budget.take(r.now(), 1)
+		if pause == 0 {
 			break
 		}
-		if sleep(ctx, wait) != nil {
+		if wait.For(ctx, pause) != nil {
 			return false
 		}
 	}

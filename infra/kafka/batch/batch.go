@@ -21,6 +21,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"tradesvc/events"
+	"tradesvc/infra/wait"
 )
 
 // Message is one decoded event with where it came from.
@@ -187,7 +188,7 @@ func Run(ctx context.Context, cfg Config, handle Handler) error {
 		if err != nil {
 			cfg.Logger.Warn("kafka consumer group cannot start; retrying", "group", cfg.Group, "attempt", attempt, "err", err)
 			cfg.Observer.Disconnected(fmt.Errorf("join consumer group %s: %w", cfg.Group, err))
-			sleep(ctx, backoff(attempt))
+			_ = wait.For(ctx, backoff(attempt))
 			continue
 		}
 		errsDone := make(chan struct{})
@@ -205,7 +206,7 @@ func Run(ctx context.Context, cfg Config, handle Handler) error {
 		}
 		<-errsDone
 		if ctx.Err() == nil {
-			sleep(ctx, backoff(attempt+1))
+			_ = wait.For(ctx, backoff(attempt+1))
 		}
 	}
 	if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {
@@ -239,7 +240,7 @@ func consume(ctx context.Context, cfg Config, group sarama.ConsumerGroup, gh *gr
 		if attempt >= 3 {
 			return ran
 		}
-		sleep(ctx, backoff(attempt))
+		_ = wait.For(ctx, backoff(attempt))
 	}
 	return ran
 }
@@ -408,22 +409,14 @@ func Defer(ctx context.Context, done <-chan error) bool {
 // fill adds to raw what the batch may still take: what is already buffered (NoWait), or
 // what arrives within MaxWait. ok is false when ctx ended meanwhile.
 func (g *groupHandler) fill(ctx context.Context, in <-chan *sarama.ConsumerMessage, raw []*sarama.ConsumerMessage) ([]*sarama.ConsumerMessage, bool) {
-	if g.cfg.MaxWait < 0 {
-		for len(raw) < g.cfg.MaxBatch {
-			select {
-			case m, ok := <-in:
-				if !ok {
-					return raw, true
-				}
-				raw = append(raw, m)
-			default:
-				return raw, true
-			}
-		}
-		return raw, true
+	// NoWait: a closed channel stands for the timer, so the select falls through at once
+	// when nothing is buffered.
+	expired := closedTimer
+	if g.cfg.MaxWait >= 0 {
+		timer := time.NewTimer(g.cfg.MaxWait)
+		defer timer.Stop()
+		expired = timer.C
 	}
-	timer := time.NewTimer(g.cfg.MaxWait)
-	defer timer.Stop()
 	for len(raw) < g.cfg.MaxBatch {
 		select {
 		case m, ok := <-in:
@@ -431,7 +424,18 @@ func (g *groupHandler) fill(ctx context.Context, in <-chan *sarama.ConsumerMessa
 				return raw, true
 			}
 			raw = append(raw, m)
-		case <-timer.C:
+			continue
+		case <-ctx.Done():
+			return raw, false
+		default:
+		}
+		select {
+		case m, ok := <-in:
+			if !ok {
+				return raw, true
+			}
+			raw = append(raw, m)
+		case <-expired:
 			return raw, true
 		case <-ctx.Done():
 			return raw, false
@@ -439,6 +443,13 @@ func (g *groupHandler) fill(ctx context.Context, in <-chan *sarama.ConsumerMessa
 	}
 	return raw, true
 }
+
+// closedTimer is a timer channel that has always fired.
+var closedTimer = func() <-chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
 
 // TypeHeader is the Kafka header that names a message's event type (infra/kafka.TypeMetadata);
 // FactSeqHeader the one that carries a fact's feed sequence (infra/kafka.FactSeqMetadata).
@@ -504,13 +515,4 @@ func backoff(attempt int) time.Duration {
 		d = 5 * time.Second
 	}
 	return d
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

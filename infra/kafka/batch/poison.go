@@ -8,6 +8,7 @@ import (
 	"net"
 	"syscall"
 	"time"
+	"tradesvc/infra/wait"
 
 	"github.com/IBM/sarama"
 )
@@ -111,7 +112,7 @@ func (g *groupHandler) apply(ctx context.Context, claim sarama.ConsumerGroupClai
 			return d, false // not marked: the next owner of the partition applies it again
 		}
 		if errors.Is(err, ErrRetrySoon) {
-			sleep(ctx, 5*time.Millisecond)
+			_ = wait.For(ctx, 5*time.Millisecond)
 			attempt--
 			continue
 		}
@@ -151,7 +152,7 @@ func (g *groupHandler) apply(ctx context.Context, claim sarama.ConsumerGroupClai
 		}
 		g.cfg.Logger.Error("batch failed; retrying", "group", g.cfg.Group, "topic", claim.Topic(),
 			"partition", claim.Partition(), "attempt", attempt, "err", err)
-		sleep(ctx, backoff(attempt))
+		_ = wait.For(ctx, backoff(attempt))
 	}
 	return d, true
 }
@@ -195,6 +196,6 @@ func (g *groupHandler) park(ctx context.Context, m Message, cause error, attempt
 		}
 		g.cfg.Logger.Error("cannot park a message in its dead-letter topic; retrying", "group", g.cfg.Group,
 			"topic", m.Topic, "partition", m.Partition, "offset", m.Offset, "attempt", attempt, "err", err)
-		sleep(ctx, backoff(attempt))
+		_ = wait.For(ctx, backoff(attempt))
 	}
 }

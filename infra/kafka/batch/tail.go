@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+	"tradesvc/infra/wait"
 
 	"github.com/IBM/sarama"
 	"golang.org/x/sync/errgroup"
@@ -59,7 +60,7 @@ func Tail(ctx context.Context, cfg TailConfig, handle func(Message)) error {
 		}
 		cfg.OnState(err)
 		cfg.Logger.Warn("tail lost its topic; reconnecting", "topic", cfg.Topic, "attempt", attempt, "err", err)
-		sleep(ctx, backoff(attempt))
+		_ = wait.For(ctx, backoff(attempt))
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/infra/mt5"
+	"tradesvc/infra/wait"
 )
 
 // Appender appends events to a topic of the log durably (acknowledged by all in-sync
@@ -128,7 +129,7 @@ func (r *Relay) forever(ctx context.Context, name string, loop func(context.Cont
 		if r.cfg.OnError != nil {
 			r.cfg.OnError(name, err)
 		}
-		wait(ctx, min(time.Duration(attempt)*250*time.Millisecond, time.Second))
+		_ = wait.For(ctx, min(time.Duration(attempt)*250*time.Millisecond, time.Second))
 	}
 }
 
@@ -289,7 +290,7 @@ func (r *Relay) pollReference(ctx context.Context) error {
 		if err := r.publishAccounts(ctx); err != nil {
 			return err
 		}
-		if !wait(ctx, r.cfg.AccountsEvery) {
+		if wait.For(ctx, r.cfg.AccountsEvery) != nil {
 			return ctx.Err()
 		}
 	}
@@ -408,7 +409,7 @@ func (r *Relay) pollStats(ctx context.Context) error {
 				r.lastStats[k] = v
 			}
 		}
-		if !wait(ctx, r.cfg.StatsEvery) {
+		if wait.For(ctx, r.cfg.StatsEvery) != nil {
 			return ctx.Err()
 		}
 	}
@@ -417,17 +418,5 @@ func (r *Relay) pollStats(ctx context.Context) error {
 func (r *Relay) appended(feed string, n int, lastSeq uint64) {
 	if r.cfg.OnAppended != nil {
 		r.cfg.OnAppended(feed, n, lastSeq)
-	}
-}
-
-// wait sleeps d or until ctx ends; it reports whether the full time passed.
-func wait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

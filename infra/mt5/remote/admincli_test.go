@@ -138,11 +138,12 @@ func TestSimCLICommands(t *testing.T) {
 
 	// logins.
 	code, out, _ = st.cli(t, tok, "logins")
-	if code != 0 || strings.TrimSpace(out) != `{"logins":[1001,1002,1003,1004,1005,1006]}` {
+	if code != 0 || strings.TrimSpace(out) != `{"logins":[1001,1002,1003,1004,1005,1006,`+
+		`1101,1102,1103,1104,1105,1106,1107,1108,1109,1110,1111,1112,1113,1114,1115,1116]}` {
 		t.Fatalf("logins: %d %q", code, out)
 	}
 	code, out, _ = st.cli(t, tok, "state")
-	if s := decodeJSON[StateResult](t, out); code != 0 || s.Fault.Mode != "none" || len(s.Logins) != 6 {
+	if s := decodeJSON[StateResult](t, out); code != 0 || s.Fault.Mode != "none" || len(s.Logins) != 22 {
 		t.Fatalf("state: %d %+v", code, s)
 	}
 }

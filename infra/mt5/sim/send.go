@@ -6,6 +6,7 @@ import (
 
 	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
+	"tradesvc/infra/wait"
 )
 
 // FaultMode names a fault the simulator can inject.
@@ -48,7 +49,7 @@ func (s *Sim) Send(ctx context.Context, req mt5.TradeRequest) (mt5.TradeResult, 
 	if closed {
 		return mt5.TradeResult{}, mt5.ErrClosed
 	}
-	if err := sleep(ctx, f.Latency); err != nil {
+	if err := wait.For(ctx, f.Latency); err != nil {
 		return mt5.TradeResult{}, err
 	}
 	switch f.Mode {
@@ -69,28 +70,13 @@ func (s *Sim) Send(ctx context.Context, req mt5.TradeRequest) (mt5.TradeResult, 
 	if err := s.commitAndWait(ctx); err != nil {
 		return mt5.TradeResult{}, err
 	}
-	if err := sleep(ctx, f.AnswerDelay); err != nil {
+	if err := wait.For(ctx, f.AnswerDelay); err != nil {
 		return mt5.TradeResult{}, err
 	}
 	if f.Mode == FaultNoAnswer || f.Mode == FaultShortfalls {
 		return mt5.TradeResult{}, mt5.ErrNoAnswer
 	}
 	return res, nil
-}
-
-// sleep waits d (nothing when d is not positive), or until ctx ends (its error).
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func (s *Sim) execLocked(req *mt5.TradeRequest) mt5.TradeResult {

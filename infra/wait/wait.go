@@ -1,0 +1,22 @@
+// Package wait has the one way the service pauses: for a while, or until its context ends.
+package wait
+
+import (
+	"context"
+	"time"
+)
+
+// For sleeps d, or less when ctx ends first: then it returns ctx.Err(), else nil.
+func For(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,21 @@
+package wait
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestForSleepsOrStopsWithItsContext(t *testing.T) {
+	start := time.Now()
+	if err := For(context.Background(), 20*time.Millisecond); err != nil || time.Since(start) < 20*time.Millisecond {
+		t.Fatalf("For(20ms) = %v after %v", err, time.Since(start))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(10*time.Millisecond, cancel)
+	start = time.Now()
+	if err := For(ctx, time.Hour); !errors.Is(err, context.Canceled) || time.Since(start) > time.Second {
+		t.Fatalf("For(1h) with its context cancelled = %v after %v", err, time.Since(start))
+	}
+}
