@@ -2,62 +2,12 @@ package projections
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"tradesvc/infra/kafka/batch"
 )
-
-// Batches handed in by several consumers of one partition number are applied once each,
-// never two transactions at a time, and merged when they arrive while one is running.
-func TestCombinerAppliesEveryBatchOnceOneTransactionAtATime(t *testing.T) {
-	c := &combiner{}
-	var running, maxRunning, rounds atomic.Int32
-	seen := sync.Map{}
-	apply := func(_ context.Context, msgs []batch.Message) error {
-		n := running.Add(1)
-		if n > maxRunning.Load() {
-			maxRunning.Store(n)
-		}
-		rounds.Add(1)
-		time.Sleep(2 * time.Millisecond)
-		for _, m := range msgs {
-			if _, dup := seen.LoadOrStore(m.Offset, true); dup {
-				t.Errorf("offset %d applied twice", m.Offset)
-			}
-		}
-		running.Add(-1)
-		return nil
-	}
-	var wg sync.WaitGroup
-	const consumers, batches = 3, 50
-	for n := range consumers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range batches {
-				msgs := []batch.Message{{Partition: int32(n), Offset: int64(n*batches + i)}}
-				if err := c.combine(context.Background(), msgs, apply); err != nil {
-					t.Error(err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	n := 0
-	seen.Range(func(any, any) bool { n++; return true })
-	if n != consumers*batches {
-		t.Fatalf("%d batches applied, want %d", n, consumers*batches)
-	}
-	if maxRunning.Load() != 1 {
-		t.Fatalf("%d transactions ran at once", maxRunning.Load())
-	}
-	if rounds.Load() >= consumers*batches {
-		t.Fatalf("no batches were merged: %d rounds for %d batches", rounds.Load(), consumers*batches)
-	}
-}
 
 // A consumer whose context ends while it waits withdraws its batch; the others still get
 // theirs applied (leadership is never lost).
