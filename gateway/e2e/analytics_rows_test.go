@@ -137,8 +137,9 @@ func (x *analytics) checkRows(t *testing.T) {
 		if pgDeals != chDeals {
 			return "deals: " + chDeals + " in ClickHouse, " + pgDeals + " in the read model"
 		}
-		if n := chRows(t, ch, `SELECT count() AS n FROM accounts FINAL`)[0]["n"]; n != "6" {
-			return n + " accounts in ClickHouse"
+		pgAccounts := pgRows(t, x, `SELECT count(*)::text FROM rm.accounts`)[0][0]
+		if n := chRows(t, ch, `SELECT count() AS n FROM accounts FINAL`)[0]["n"]; n != pgAccounts {
+			return "accounts: " + n + " in ClickHouse, " + pgAccounts + " in the read model"
 		}
 		return ""
 	})
