@@ -50,7 +50,7 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 	byLogin := map[int64][]*operation{}
 	for i := range ops {
 		o := &ops[i]
-		if known[o.key()].decided {
+		if e, ok := known[o.key()]; ok && e.decided && !x.unsettled(o, e) {
 			continue // a redelivery: its outcome is in the log
 		}
 		if byLogin[o.op.Login] == nil {
@@ -83,6 +83,9 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 					failed.Store(true)
 					errOnce.Do(func() { firstErr = err })
 					return nil
+				}
+				if d.outcome == nil {
+					continue // nothing new to say: decided elsewhere, or not settled yet (settle.go)
 				}
 				appended[i] = append(appended[i], x.flush.push(d))
 			}
