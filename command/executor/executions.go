@@ -37,6 +37,9 @@ type executions struct {
 	mu      sync.Mutex
 	queue   []decision // outcomes waiting to be stored (decidedLater)
 	storing bool
+	// unstored counts, by attempt, the outcomes appended and not stored yet: a copy of the
+	// command arriving meanwhile finds its row without outcome, yet it is decided.
+	unstored map[opKey]int
 }
 
 func newExecutions(pool *pgxpool.Pool) (*executions, error) {
@@ -197,6 +200,12 @@ type decision struct {
 func (s *executions) decidedLater(ds []decision, log *slog.Logger) {
 	s.mu.Lock()
 	s.queue = append(s.queue, ds...)
+	if s.unstored == nil {
+		s.unstored = map[opKey]int{}
+	}
+	for _, d := range ds {
+		s.unstored[d.op.key()]++
+	}
 	if s.storing {
 		s.mu.Unlock()
 		return
@@ -220,6 +229,20 @@ func (s *executions) decidedLater(ds []decision, log *slog.Logger) {
 			if err != nil {
 				log.Warn("outcomes not stored in cmd.executions; a redelivery will reconcile them", "outcomes", len(batch), "err", err)
 			}
+			s.mu.Lock()
+			for _, d := range batch {
+				if s.unstored[d.op.key()]--; s.unstored[d.op.key()] <= 0 {
+					delete(s.unstored, d.op.key())
+				}
+			}
+			s.mu.Unlock()
 		}
 	}()
+}
+
+// deciding reports whether this executor appended an outcome of k that is not stored yet.
+func (s *executions) deciding(k opKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unstored[k] > 0
 }

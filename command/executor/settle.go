@@ -113,6 +113,7 @@ func (x *Executor) restingByTag(ctx context.Context, o *operation, now int64) (*
 func (x *Executor) settleLoop(ctx context.Context) {
 	t := time.NewTicker(x.cfg.SettleEvery)
 	defer t.Stop()
+	unreachable := false // said once, not every round
 	for {
 		select {
 		case <-ctx.Done():
@@ -120,12 +121,19 @@ func (x *Executor) settleLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		n, err := x.SettleOnce(ctx)
-		switch {
-		case ctx.Err() != nil:
+		if ctx.Err() != nil {
 			return
-		case err != nil:
+		}
+		switch down := errors.Is(err, mt5.ErrDisconnected); {
+		case down && !unreachable:
+			x.log.Warn("unsettled attempts wait for the trade server to answer again", "err", err)
+		case !down && unreachable:
+			x.log.Info("the trade server answers again; settling what waited")
+		case err != nil && !down:
 			x.log.Warn("settling unsettled attempts", "settled", n, "err", err)
-		case n > 0:
+		}
+		unreachable = errors.Is(err, mt5.ErrDisconnected)
+		if n > 0 {
 			x.log.Info("settled unsettled attempts", "settled", n)
 		}
 	}
