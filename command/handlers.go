@@ -37,6 +37,9 @@ type Deps struct {
 	// Stage, when set, is told how long the stages of the order path this side runs took
 	// (metrics): "recorded" and "queued", from the request's arrival.
 	Stage func(stage string, took time.Duration)
+	// Settlements, when set, lets a retry of an unsettled operation wait (up to SettleWait)
+	// for the settlement it asked for, so that one retry answers it (settle.go).
+	Settlements SettleAwaiter
 }
 
 // Validate reports every missing dependency at once.
@@ -74,7 +77,7 @@ func NewHandlers(d Deps) (Handlers, error) {
 		d.Stage = func(string, time.Duration) {}
 	}
 	c := &core{records: d.Records, tags: d.Tags, log: d.Log, ops: d.Operations, symbols: d.Symbols, now: d.Now,
-		stage: d.Stage}
+		stage: d.Stage, settled: d.Settlements}
 	return Handlers{
 		PlaceOrder:     PlaceOrderHandler{core: c, v: v},
 		ModifyOrder:    ModifyOrderHandler{core: c, v: v, orders: d.Orders},

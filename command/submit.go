@@ -32,6 +32,9 @@ type core struct {
 	symbols SymbolReader
 	now     func() time.Time
 	stage   func(string, time.Duration)
+	// settled waits for a retried unsettled operation to be settled (nil: no wait).
+	settled SettleAwaiter
+	asked   settleAsks
 }
 
 // TagSource hands out correlation tags no other operation has (*Tags).
@@ -111,6 +114,7 @@ func (c *core) submit(ctx context.Context, ps []prepared) []Outcome {
 	if err != nil {
 		return failAll(out, err)
 	}
+	settleBy := c.now().Add(SettleWait) // the retries of one request share one wait
 	for i, p := range ps {
 		switch {
 		case !inserted[recs[i].key()]:
@@ -119,7 +123,7 @@ func (c *core) submit(ctx context.Context, ps []prepared) []Outcome {
 				out[i].Err = err
 				continue
 			}
-			out[i].Result, out[i].Err = c.answer(ctx, rec, p.kind, p.base.Login)
+			out[i].Result, out[i].Err = c.answer(ctx, rec, p.kind, p.base.Login, settleBy)
 		case appendErr != nil:
 			out[i].Err = errQueue
 		default:
@@ -210,13 +214,14 @@ func (c *core) refused(ctx context.Context, b Base, kind trading.Kind, cause err
 	if !ok {
 		return Result{}, cause
 	}
-	return c.answer(ctx, rec, kind, b.Login)
+	return c.answer(ctx, rec, kind, b.Login, c.now().Add(SettleWait))
 }
 
 // answer builds the Result of a retry: the operation as the read model knows it, or as the
-// record's command describes it (queued) when the read model has not seen it yet.
-func (c *core) answer(ctx context.Context, rec Record, kind trading.Kind, login int64) (Result, error) {
-	op, known, err := c.retry(ctx, &rec, kind, login)
+// record's command describes it (queued) when the read model has not seen it yet. An
+// unsettled operation's settlement is waited for until settleBy.
+func (c *core) answer(ctx context.Context, rec Record, kind trading.Kind, login int64, settleBy time.Time) (Result, error) {
+	op, known, err := c.retry(ctx, &rec, kind, login, settleBy)
 	if err != nil {
 		return Result{}, err
 	}
@@ -242,8 +247,10 @@ func (c *core) answer(ctx context.Context, rec Record, kind trading.Kind, login 
 
 // retry answers a request whose client order id has a record: -1133 for another kind or
 // login; otherwise it finishes what the record started and reports the operation as the read
-// model knows it (known false: the read model has not seen it yet).
-func (c *core) retry(ctx context.Context, rec *Record, kind trading.Kind, login int64) (trading.Operation, bool, error) {
+// model knows it (known false: the read model has not seen it yet, or a new attempt was just
+// queued). An unsettled operation is settled first (settle.go): a retry is sent again, as
+// the next attempt, only once its attempt certainly did not execute.
+func (c *core) retry(ctx context.Context, rec *Record, kind trading.Kind, login int64, settleBy time.Time) (trading.Operation, bool, error) {
 	if rec.Kind != kind || rec.Login != login {
 		return trading.Operation{}, false, errReused
 	}
@@ -264,31 +271,42 @@ func (c *core) retry(ctx context.Context, rec *Record, kind trading.Kind, login 
 			return op, false, errQueue
 		}
 		return op, false, nil
-	case op.Status == trading.StatusRejected && op.Code == int(events.CodeUnavailable) && op.Retcode == 0:
-		// Never dispatched: the spec sends a retry of it as a fresh order, the next attempt.
-		envs, err := c.rewrap(*rec, rec.Attempt+1)
-		if err != nil {
-			return op, false, err
+	case op.Unsettled():
+		if op = c.settle(ctx, rec, op, settleBy); op.RetriedAfresh() {
+			return c.afresh(ctx, rec, op)
 		}
-		won, err := c.records.NextAttempt(ctx, *rec, rec.Attempt, envs)
-		if err != nil {
-			return op, false, err
-		}
-		if !won { // another retry raised the attempt first: it sends it
-			stored, ok, err := c.records.Get(ctx, rec.APIKeyID, rec.ClientOrderID)
-			if err != nil || !ok {
-				return op, false, err
-			}
-			*rec = stored
-			return op, false, nil
-		}
-		rec.Attempt, rec.Envelopes = rec.Attempt+1, envs
-		if err := c.log.AppendEnvelopes(ctx, events.TopicCommands(), envs...); err != nil {
-			return op, false, errQueue
-		}
-		return op, false, nil
+	case op.RetriedAfresh():
+		return c.afresh(ctx, rec, op)
 	}
 	return op, true, nil
+}
+
+// afresh queues the record's operation again as its next attempt: its attempt certainly did
+// not execute (never dispatched, never sent, or confirmed not executed), and the spec sends a
+// retry of it as a fresh order. The executor still asks the trade server by tag before it
+// sends a later attempt, so an earlier one that executed after all is never repeated.
+func (c *core) afresh(ctx context.Context, rec *Record, op trading.Operation) (trading.Operation, bool, error) {
+	envs, err := c.rewrap(*rec, rec.Attempt+1)
+	if err != nil {
+		return op, false, err
+	}
+	won, err := c.records.NextAttempt(ctx, *rec, rec.Attempt, envs)
+	if err != nil {
+		return op, false, err
+	}
+	if !won { // another retry raised the attempt first: it sends it
+		stored, ok, err := c.records.Get(ctx, rec.APIKeyID, rec.ClientOrderID)
+		if err != nil || !ok {
+			return op, false, err
+		}
+		*rec = stored
+		return op, false, nil
+	}
+	rec.Attempt, rec.Envelopes = rec.Attempt+1, envs
+	if err := c.log.AppendEnvelopes(ctx, events.TopicCommands(), envs...); err != nil {
+		return op, false, errQueue
+	}
+	return op, false, nil
 }
 
 // rewrap puts the record's command events in fresh envelopes as the given attempt.

@@ -18,8 +18,10 @@ import (
 // -5015 (the spec's "about 30 seconds").
 const ExecutorTimeout = 30 * time.Second
 
-// Switches reads and writes the operator switches and executor liveness in cmd.switches and
-// cmd.executor_heartbeats. Reads are cached for a second: they run before every TRADE
+// Switches reads and writes the operator switches and the execution path's state in
+// cmd.switches and cmd.executor_heartbeats: whether an executor runs, and whether it reaches
+// the trade server (each heartbeat carries the executor's link to it, and a change of the
+// link is recorded at once). Reads are cached for a second: they run before every TRADE
 // request, and a switch flipped by an operator takes effect within that second on every
 // gateway. One query runs at a time, outside the lock, so a slow database never blocks the
 // requests that can still be answered from the last reading.
@@ -33,6 +35,7 @@ type Switches struct {
 	loadedAt time.Time
 	trading  bool
 	alive    bool
+	linked   bool
 	err      error         // the last refresh's error, nil once a refresh succeeds
 	failedAt time.Time     // when it failed: the next attempt waits a TTL, not the next request
 	loading  chan struct{} // closed when the query in flight ends; nil when none runs
@@ -71,7 +74,7 @@ func (s *Switches) refresh(ctx context.Context) {
 	gen := s.gen
 	s.mu.Unlock()
 
-	trading, alive, err := s.read(ctx)
+	trading, alive, linked, err := s.read(ctx)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -93,20 +96,22 @@ func (s *Switches) refresh(ctx context.Context) {
 	if s.err != nil {
 		s.log.Info("trading switch and executor liveness readable again")
 	}
-	s.trading, s.alive, s.loadedAt, s.err = trading, alive, s.now(), nil
+	s.trading, s.alive, s.linked, s.loadedAt, s.err = trading, alive, linked, s.now(), nil
 }
 
-func (s *Switches) read(ctx context.Context) (trading, alive bool, err error) {
+func (s *Switches) read(ctx context.Context) (trading, alive, linked bool, err error) {
 	var value string
 	// Liveness is judged on the database clock, the one heartbeats are stamped with, so a
-	// gateway whose own clock drifts still agrees with every other gateway.
+	// gateway whose own clock drifts still agrees with every other gateway. The link is up
+	// when a live executor reaches the trade server.
 	err = s.pool.QueryRow(ctx, `SELECT (SELECT value FROM cmd.switches WHERE name = 'trading'),
-		coalesce((SELECT max(seen_at) > now() - make_interval(secs => $1) FROM cmd.executor_heartbeats), false)`,
-		ExecutorTimeout.Seconds()).Scan(&value, &alive)
+		coalesce((SELECT max(seen_at) > now() - make_interval(secs => $1) FROM cmd.executor_heartbeats), false),
+		coalesce((SELECT bool_or(link_up) FROM cmd.executor_heartbeats WHERE seen_at > now() - make_interval(secs => $1)), false)`,
+		ExecutorTimeout.Seconds()).Scan(&value, &alive, &linked)
 	if err != nil {
-		return false, false, fmt.Errorf("read switches: %w", err)
+		return false, false, false, fmt.Errorf("read switches: %w", err)
 	}
-	return value != "off", alive, nil
+	return value != "off", alive, linked, nil
 }
 
 // Err is the error of the last attempt to read the switches, nil when it succeeded (for
@@ -141,6 +146,32 @@ func (s *Switches) ExecutorAlive(ctx context.Context) bool {
 	return s.alive
 }
 
+// TradeServerLinked is false when no executor whose heartbeat is fresh reaches the trade
+// server.
+func (s *Switches) TradeServerLinked(ctx context.Context) bool {
+	s.refresh(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.linked
+}
+
+// ExecutionPathUp is true while an executor runs and reaches the trade server: otherwise
+// TRADE endpoints answer -5015 before queueing anything (gateway.Switches).
+func (s *Switches) ExecutionPathUp(ctx context.Context) bool {
+	s.refresh(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.alive && s.linked
+}
+
+// LastLinked is the trade-server link as last read (false: never read), without reading the
+// database (readiness).
+func (s *Switches) LastLinked() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.linked
+}
+
 // SetTrading switches trading on or off for every gateway.
 func (s *Switches) SetTrading(ctx context.Context, on bool) error {
 	v := "off"
@@ -159,11 +190,12 @@ func (s *Switches) SetTrading(ctx context.Context, on bool) error {
 	return nil
 }
 
-// Heartbeat records that executor instance is running. The database clock is the
-// reference, so gateways on other machines agree on liveness.
-func (s *Switches) Heartbeat(ctx context.Context, instance string) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO cmd.executor_heartbeats (instance_id, seen_at) VALUES ($1, now())
-		ON CONFLICT (instance_id) DO UPDATE SET seen_at = now()`, instance)
+// Heartbeat records that executor instance is running and whether it reaches the trade
+// server (linked). The database clock is the reference, so gateways on other machines agree
+// on liveness.
+func (s *Switches) Heartbeat(ctx context.Context, instance string, linked bool) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO cmd.executor_heartbeats (instance_id, seen_at, link_up) VALUES ($1, now(), $2)
+		ON CONFLICT (instance_id) DO UPDATE SET seen_at = now(), link_up = EXCLUDED.link_up`, instance, linked)
 	if err != nil {
 		return fmt.Errorf("executor heartbeat: %w", err)
 	}

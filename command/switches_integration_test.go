@@ -92,7 +92,7 @@ func TestSwitchesExecutorAliveFollowsHeartbeats(t *testing.T) {
 	if s.ExecutorAlive(ctx) {
 		t.Fatal("executor alive with no heartbeat ever recorded")
 	}
-	if err := s.Heartbeat(ctx, "executor-a"); err != nil {
+	if err := s.Heartbeat(ctx, "executor-a", true); err != nil {
 		t.Fatal(err)
 	}
 	clk.Add(1100 * time.Millisecond) // past the cache second
@@ -117,7 +117,7 @@ func TestSwitchesExecutorAliveFollowsHeartbeats(t *testing.T) {
 	}
 
 	// A second instance beating brings it back: liveness is the newest heartbeat of any.
-	if err := s.Heartbeat(ctx, "executor-b"); err != nil {
+	if err := s.Heartbeat(ctx, "executor-b", true); err != nil {
 		t.Fatal(err)
 	}
 	clk.Add(1100 * time.Millisecond)
@@ -127,6 +127,47 @@ func TestSwitchesExecutorAliveFollowsHeartbeats(t *testing.T) {
 	var n int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM cmd.executor_heartbeats`).Scan(&n); err != nil || n != 2 {
 		t.Errorf("%d heartbeat rows, %v; want one per instance (2)", n, err)
+	}
+}
+
+// Issue 17 item 3: the execution path follows the trade-server link the executors record
+// with their heartbeats, not only their liveness. An executor that runs but cannot reach the
+// trade server leaves the path down (-5015); one live executor that reaches it is enough;
+// a linked executor whose heartbeat aged out no longer counts.
+func TestSwitchesExecutionPathFollowsTheTradeServerLink(t *testing.T) {
+	ctx, pool := swPool(t)
+	clk := testenv.NewClock(time.Now())
+	s := swNew(t, pool, clk.Now)
+
+	if err := s.Heartbeat(ctx, "executor-a", false); err != nil {
+		t.Fatal(err)
+	}
+	if !s.ExecutorAlive(ctx) || s.TradeServerLinked(ctx) || s.ExecutionPathUp(ctx) {
+		t.Fatalf("alive %v linked %v path %v with the only executor's link down; want true false false",
+			s.ExecutorAlive(ctx), s.TradeServerLinked(ctx), s.ExecutionPathUp(ctx))
+	}
+	if err := s.Heartbeat(ctx, "executor-a", true); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(1100 * time.Millisecond)
+	if !s.ExecutionPathUp(ctx) || !s.LastLinked() {
+		t.Fatal("path down after the executor recorded its link up")
+	}
+	if err := s.Heartbeat(ctx, "executor-b", false); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(1100 * time.Millisecond)
+	if !s.ExecutionPathUp(ctx) {
+		t.Error("path down while one live executor reaches the trade server")
+	}
+	// The linked executor dies: its heartbeat ages out, the unlinked one stays.
+	if _, err := pool.Exec(ctx, `UPDATE cmd.executor_heartbeats SET seen_at = now() - $1::interval WHERE instance_id = 'executor-a'`,
+		(command.ExecutorTimeout + 2*time.Second).String()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(1100 * time.Millisecond)
+	if s.ExecutionPathUp(ctx) || !s.ExecutorAlive(ctx) {
+		t.Errorf("path up %v, alive %v with only an unlinked executor alive; want false true", s.ExecutionPathUp(ctx), s.ExecutorAlive(ctx))
 	}
 }
 

@@ -33,10 +33,12 @@ type Operation struct {
 	ClientOrderID string `json:"clientOrderId"`
 	// Tag is the 7-character correlation tag appended to the platform comment.
 	Tag string `json:"tag"`
-	// Attempt numbers the sends of one operation, from 1. A retry of an operation that the
-	// execution path refused without sending it (REJECTED -1000, the dispatch window passed)
-	// is queued again as the next attempt; every other retry re-appends the same attempt,
-	// which consumers deduplicate on (operationId, attempt).
+	// Attempt numbers the sends of one operation, from 1. A retry of an operation whose
+	// attempt certainly did not execute (REJECTED without retcode: -1000, the dispatch window
+	// passed or the trade server confirmed it did not execute; -5015, never sent) is queued
+	// again as the next attempt; every other retry re-appends the same attempt (for an
+	// unsettled one, to ask the executor to settle it), which consumers deduplicate on
+	// (operationId, attempt).
 	Attempt int `json:"attempt"`
 	// Requester says who asked.
 	Requester Requester `json:"requester"`

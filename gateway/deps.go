@@ -48,8 +48,9 @@ type KeyStore interface {
 type Switches interface {
 	// TradingEnabled is false while trading is switched off (-1017).
 	TradingEnabled(ctx context.Context) bool
-	// ExecutorAlive is false when the execution path has not been seen for about 30 s (-5015).
-	ExecutorAlive(ctx context.Context) bool
+	// ExecutionPathUp is false when no executor has been seen for about 30 s, or none of
+	// those seen reaches the trade server (-5015).
+	ExecutionPathUp(ctx context.Context) bool
 }
 
 // Deps are what the request pipeline itself needs (the application's handlers come

@@ -187,7 +187,7 @@ func (s *Server) run(c *fiber.Ctx, ep *Endpoint, h HandlerFunc, r *Request) erro
 		if !s.switches.TradingEnabled(ctx) {
 			return errTradingOff
 		}
-		if !s.switches.ExecutorAlive(ctx) {
+		if !s.switches.ExecutionPathUp(ctx) {
 			return errNoExecutor
 		}
 	}

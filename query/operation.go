@@ -43,6 +43,20 @@ func NewOperationAwaiter(ops OperationReader, watcher OperationWatcher) (Operati
 // time is up the read model is read once: the status reached meanwhile is the answer then.
 // found says whether a state of that attempt was seen at all.
 func (a OperationAwaiter) Await(ctx context.Context, op trading.Operation, timeout time.Duration) (trading.Operation, bool, error) {
+	return a.await(ctx, op, timeout, (*trading.Operation).Answered)
+}
+
+// AwaitSettled waits up to timeout until op, unsettled (trading.Operation.Unsettled), is
+// settled or a later attempt is known: a retry that asked the executor to settle it waits
+// for that (command.SettleAwaiter). It answers like Await.
+func (a OperationAwaiter) AwaitSettled(ctx context.Context, op trading.Operation, timeout time.Duration) (trading.Operation, bool, error) {
+	attempt := op.Attempt
+	return a.await(ctx, op, timeout, func(cur *trading.Operation) bool { return cur.Attempt > attempt || !cur.Unsettled() })
+}
+
+// await waits up to timeout until reached holds for a state of op's attempt (or a later one).
+func (a OperationAwaiter) await(ctx context.Context, op trading.Operation, timeout time.Duration,
+	reached func(*trading.Operation) bool) (trading.Operation, bool, error) {
 	states, stop := a.watcher.WatchOperation(op.OperationID)
 	defer stop()
 	timer := time.NewTimer(timeout)
@@ -56,7 +70,7 @@ func (a OperationAwaiter) Await(ctx context.Context, op trading.Operation, timeo
 			cur := op
 			st.Derived.Apply(&cur)
 			cur.Attempt, cur.Version = st.Attempt, st.Version
-			if cur.Answered() {
+			if reached(&cur) {
 				return cur, true, nil
 			}
 		case <-timer.C:

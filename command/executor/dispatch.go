@@ -50,8 +50,8 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 	byLogin := map[int64][]*operation{}
 	for i := range ops {
 		o := &ops[i]
-		if known[o.key()].decided {
-			continue // a redelivery: its outcome is in the log
+		if e, ok := known[o.key()]; ok && (e.decided && !x.unsettled(o, e) || !e.decided && x.store.deciding(o.key())) {
+			continue // a redelivery: its outcome is in the log (stored, or being stored by this executor)
 		}
 		if byLogin[o.op.Login] == nil {
 			logins = append(logins, o.op.Login)
@@ -83,6 +83,9 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 					failed.Store(true)
 					errOnce.Do(func() { firstErr = err })
 					return nil
+				}
+				if d.outcome == nil {
+					continue // nothing new to say: decided elsewhere, or not settled yet (settle.go)
 				}
 				appended[i] = append(appended[i], x.flush.push(d))
 			}

@@ -11,16 +11,21 @@ import (
 	"tradesvc/infra/mt5"
 )
 
-// execute decides one operation; prior is its cmd.executions row without outcome, if any.
-// An error means nothing is to be recorded for it: the shutdown interrupted it (errShutdown)
-// or the executions store failed; either way the batch comes again.
+// execute decides one operation; prior is its cmd.executions row, if any: without outcome
+// (the executor died after "sent"), or with an unsettled one (a retry asks to settle it). An
+// error means nothing is to be recorded for it: the shutdown interrupted it (errShutdown) or
+// the executions store failed; either way the batch comes again. A decision without outcome
+// has nothing to append.
 func (x *Executor) execute(ctx context.Context, o *operation, prior *execution) (decision, error) {
 	start := time.Now()
 	var d decision
 	var err error
-	if prior != nil {
+	switch {
+	case prior != nil && prior.decided:
+		d, err = x.settleAsked(ctx, o, *prior)
+	case prior != nil:
 		d, err = x.recover(ctx, o, prior.sentAt)
-	} else {
+	default:
 		d, err = x.dispatch(ctx, o)
 	}
 	d.op, d.at = o, time.Now()
@@ -67,7 +72,17 @@ func (x *Executor) dispatch(ctx context.Context, o *operation) (decision, error)
 	}
 	if !inserted {
 		// Another executor recorded it since this batch was read (a partition handed over):
-		// it may be sending it right now.
+		// it may be sending it right now. Or the dispatch sweeper closed its window (its row
+		// carries the outcome): then it is decided, and nothing is sent.
+		e, ok, err := x.store.get(ctx, o.key())
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return decision{}, fmt.Errorf("%w: %w", errShutdown, err)
+		case err != nil:
+			return decision{}, err
+		case ok && e.decided:
+			return decision{}, nil
+		}
 		return x.recover(ctx, o, now)
 	}
 	out, err := x.send(ctx, o, false)

@@ -21,6 +21,11 @@ import (
 type execution struct {
 	sentAt  time.Time
 	decided bool // the outcome is in the log
+	// Of a decided one: its outcome's status and Unanswered flag, and when it was decided
+	// (what settling it needs: settle.go).
+	status     string
+	unanswered bool
+	decidedAt  time.Time
 }
 
 // executions is the executor's record of what it sent (cmd.executions), on a pool with
@@ -32,6 +37,9 @@ type executions struct {
 	mu      sync.Mutex
 	queue   []decision // outcomes waiting to be stored (decidedLater)
 	storing bool
+	// unstored counts, by attempt, the outcomes appended and not stored yet: a copy of the
+	// command arriving meanwhile finds its row without outcome, yet it is decided.
+	unstored map[opKey]int
 }
 
 func newExecutions(pool *pgxpool.Pool) (*executions, error) {
@@ -54,6 +62,21 @@ func (s *executions) sent(ctx context.Context, o *operation, at time.Time) (bool
 	return tag.RowsAffected() == 1, nil
 }
 
+// get reads what cmd.executions knows of one (operation, attempt); ok is false without a row.
+func (s *executions) get(ctx context.Context, k opKey) (e execution, ok bool, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT sent_at, outcome IS NOT NULL, coalesce(outcome->>'status', ''),
+			coalesce(outcome->>'unanswered' = 'true', false), coalesce(decided_at, sent_at)
+		FROM cmd.executions WHERE operation_id = $1 AND attempt = $2`, k.id, k.attempt).
+		Scan(&e.sentAt, &e.decided, &e.status, &e.unanswered, &e.decidedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return e, false, nil
+	}
+	if err != nil {
+		return e, false, fmt.Errorf("read the execution of %s attempt %d: %w", k.id, k.attempt, err)
+	}
+	return e, true, nil
+}
+
 // claim reads what cmd.executions knows of ops and, in the same statement, records as sent
 // (synchronous commit, before anything is sent) the ones without a row for which sure holds.
 // It returns the rows that were already there, and the operations it recorded.
@@ -71,7 +94,9 @@ func (s *executions) claim(ctx context.Context, ops []operation, sure func(*oper
 			SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::bool[])
 			  AS k(id, attempt, login, tag, kind, eligible)),
 		ex AS (
-			SELECT e.operation_id, e.attempt, e.sent_at, e.outcome IS NOT NULL AS decided
+			SELECT e.operation_id, e.attempt, e.sent_at, e.outcome IS NOT NULL AS decided,
+				coalesce(e.outcome->>'status', '') AS status, coalesce(e.outcome->>'unanswered' = 'true', false) AS unanswered,
+				coalesce(e.decided_at, e.sent_at) AS decided_at
 			FROM cmd.executions e JOIN k ON e.operation_id = k.id AND e.attempt = k.attempt),
 		ins AS (
 			INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at)
@@ -79,8 +104,8 @@ func (s *executions) claim(ctx context.Context, ops []operation, sure func(*oper
 			WHERE k.eligible AND NOT EXISTS (SELECT 1 FROM ex WHERE ex.operation_id = k.id AND ex.attempt = k.attempt)
 			ON CONFLICT (operation_id, attempt) DO NOTHING
 			RETURNING operation_id, attempt)
-		SELECT operation_id, attempt, sent_at, decided, false FROM ex
-		UNION ALL SELECT operation_id, attempt, $7, false, true FROM ins`,
+		SELECT operation_id, attempt, sent_at, decided, status, unanswered, decided_at, false FROM ex
+		UNION ALL SELECT operation_id, attempt, $7, false, '', false, $7, true FROM ins`,
 		ids, attempts, logins, tags, kinds, eligible, at)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read and record executions: %w", err)
@@ -93,7 +118,7 @@ func (s *executions) claim(ctx context.Context, ops []operation, sure func(*oper
 		var attempt int32
 		var e execution
 		var inserted bool
-		if err := rows.Scan(&k.id, &attempt, &e.sentAt, &e.decided, &inserted); err != nil {
+		if err := rows.Scan(&k.id, &attempt, &e.sentAt, &e.decided, &e.status, &e.unanswered, &e.decidedAt, &inserted); err != nil {
 			return nil, nil, fmt.Errorf("read and record executions: %w", err)
 		}
 		k.attempt = int(attempt)
@@ -175,6 +200,12 @@ type decision struct {
 func (s *executions) decidedLater(ds []decision, log *slog.Logger) {
 	s.mu.Lock()
 	s.queue = append(s.queue, ds...)
+	if s.unstored == nil {
+		s.unstored = map[opKey]int{}
+	}
+	for _, d := range ds {
+		s.unstored[d.op.key()]++
+	}
 	if s.storing {
 		s.mu.Unlock()
 		return
@@ -198,6 +229,20 @@ func (s *executions) decidedLater(ds []decision, log *slog.Logger) {
 			if err != nil {
 				log.Warn("outcomes not stored in cmd.executions; a redelivery will reconcile them", "outcomes", len(batch), "err", err)
 			}
+			s.mu.Lock()
+			for _, d := range batch {
+				if s.unstored[d.op.key()]--; s.unstored[d.op.key()] <= 0 {
+					delete(s.unstored, d.op.key())
+				}
+			}
+			s.mu.Unlock()
 		}
 	}()
+}
+
+// deciding reports whether this executor appended an outcome of k that is not stored yet.
+func (s *executions) deciding(k opKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.unstored[k] > 0
 }

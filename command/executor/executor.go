@@ -48,8 +48,15 @@ type ExecutorConfig struct {
 	// (default 60s); later it is refused, REJECTED -1000, without being sent.
 	DispatchWindow time.Duration
 	// SendTimeout bounds one Send (default 10s); running out counts as the trade server not
-	// answering in time.
+	// answering in time. With SettleGrace it is an attempt's send deadline: an attempt whose
+	// tag the trade server holds nowhere after it is settled as not executed (settle.go).
 	SendTimeout time.Duration
+	// SettleGrace is added to SendTimeout for the send deadline (default 1s), for the clocks
+	// of the executor and the trade server.
+	SettleGrace time.Duration
+	// SettleEvery is how often the background settling asks the trade server about the
+	// attempts left unsettled (default 1s).
+	SettleEvery time.Duration
 	// MaxBatch caps the commands read at once from one partition (default 500).
 	MaxBatch int
 	// Concurrency is how many accounts of one batch are served at once (default 16); each
@@ -98,8 +105,9 @@ func (c ExecutorConfig) Validate() error {
 	if c.Now == nil {
 		errs = append(errs, errors.New("executor: no clock"))
 	}
-	if c.DispatchWindow < 0 || c.SendTimeout < 0 || c.MaxBatch < 0 || c.Concurrency < 0 {
-		errs = append(errs, errors.New("executor: negative window, timeout, batch or concurrency"))
+	if c.DispatchWindow < 0 || c.SendTimeout < 0 || c.MaxBatch < 0 || c.Concurrency < 0 || c.SettleGrace < 0 ||
+		c.SettleEvery < 0 {
+		errs = append(errs, errors.New("executor: negative window, timeout, batch, concurrency or settling bound"))
 	}
 	return errors.Join(errs...)
 }
@@ -110,6 +118,12 @@ func (c *ExecutorConfig) defaults() {
 	}
 	if c.SendTimeout == 0 {
 		c.SendTimeout = 10 * time.Second
+	}
+	if c.SettleGrace == 0 {
+		c.SettleGrace = time.Second
+	}
+	if c.SettleEvery == 0 {
+		c.SettleEvery = time.Second
 	}
 	if c.MaxBatch == 0 {
 		c.MaxBatch = 500
@@ -153,16 +167,24 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 
 // Run consumes commands until ctx ends, then returns nil. A batch is marked consumed only
 // once every operation in it has its outcome in the log; an operation interrupted by the
-// shutdown is left to the next owner of the partition, which reconciles it.
+// shutdown is left to the next owner of the partition, which reconciles it. Beside the
+// consumer it settles the attempts left unsettled (settle.go).
 func (x *Executor) Run(ctx context.Context) error {
-	flushed, consumed := make(chan struct{}), make(chan struct{})
+	flushed, consumed, settled := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(flushed)
 		x.flush.run(ctx, consumed)
 	}()
+	sctx, stopSettling := context.WithCancel(ctx)
+	go func() {
+		defer close(settled)
+		x.settleLoop(sctx)
+	}()
 	err := batch.Run(ctx, batch.Config{Brokers: x.cfg.Brokers, Group: x.cfg.Group, Topics: []string{x.cfg.Topic},
 		MaxBatch: x.cfg.MaxBatch, MaxWait: batch.NoWait, Sarama: x.cfg.Sarama, Logger: x.log,
 		DeadLetter: x.cfg.DeadLetter, Observer: x.cfg.Observer}, x.handle)
+	stopSettling() // the consumer may have stopped on its own: the flusher must not outlive both
+	<-settled
 	close(consumed)
 	<-flushed
 	return err

@@ -97,15 +97,18 @@ func (f *flusher) flush(ctx context.Context, items []flushItem) {
 	if err != nil {
 		err = fmt.Errorf("append %d outcomes: %w", len(evs), err)
 	}
+	if err == nil {
+		// The outcomes are in the log: the operations are decided. Storing them in
+		// cmd.executions only lets a redelivered command be skipped sooner; until then the
+		// store knows them as being stored (before any handler hears of the append).
+		f.store.decidedLater(ds, f.log)
+	}
 	for _, it := range items {
 		it.done <- err
 	}
 	if err != nil {
 		return
 	}
-	// The outcomes are in the log: the operations are decided. Storing them in
-	// cmd.executions only lets a redelivered command be skipped sooner.
-	f.store.decidedLater(ds, f.log)
 	for _, d := range ds {
 		f.stage("appended", time.Since(d.at))
 		f.log.Debug("operation decided", "operationId", d.op.op.OperationID, "attempt", d.op.op.Attempt,

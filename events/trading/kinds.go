@@ -247,14 +247,14 @@ func (k Kind) Answered(op *Operation) bool {
 // Final reports whether nothing more can happen to op: a fill complete, a refusal by the
 // trade server (it carries a return code) or by the service's checks, a pending order done.
 // IN_DOUBT, a partial fill, a queued operation, a resting pending order and a refusal without
-// return code by the execution path itself (REJECTED -1000: a later attempt may still fill)
-// are not final.
+// return code by the execution path itself (REJECTED -1000 or -5015: a retry sends it again
+// as the next attempt, which may still fill; Operation.RetriedAfresh) are not final.
 func (k Kind) Final(op *Operation) bool {
 	switch op.Status {
 	case StatusFilled, StatusCanceled, StatusExpired:
 		return true
 	case StatusRejected:
-		return op.Retcode != 0 || op.Code != int(events.CodeUnavailable)
+		return !op.RetriedAfresh()
 	case StatusNew:
 		return k != KindPlaceOrder && op.Decided // a modification answered: its own life is over
 	}

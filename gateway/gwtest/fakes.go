@@ -71,8 +71,8 @@ type Switches struct {
 // TradingEnabled implements gateway.Switches.
 func (s *Switches) TradingEnabled(context.Context) bool { return !s.TradingOff.Load() }
 
-// ExecutorAlive implements gateway.Switches.
-func (s *Switches) ExecutorAlive(context.Context) bool { return !s.ExecutorOff.Load() }
+// ExecutionPathUp implements gateway.Switches.
+func (s *Switches) ExecutionPathUp(context.Context) bool { return !s.ExecutorOff.Load() }
 
 // Market is an in-memory symbol, quote, tick, day-statistics and bar store.
 type Market struct {

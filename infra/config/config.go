@@ -73,6 +73,10 @@ type Config struct {
 	// DispatchWindow is how long after it was queued an operation may still be sent to the
 	// trade server; an older one is stored REJECTED -1000 instead (the spec's "about a minute").
 	DispatchWindow time.Duration
+	// SendTimeout bounds one send to the trade server: running out is -5008 IN_DOUBT. With a
+	// second's grace it is the send deadline after which an attempt the trade server holds
+	// nowhere is settled as not executed (REJECTED -1000).
+	SendTimeout time.Duration
 	// QuoteMaxAge is how old a quote may be and still be used by the gateway's price checks
 	// (-2021, -4009); without a fresh quote the trade server checks and answers.
 	QuoteMaxAge time.Duration
@@ -117,6 +121,7 @@ func (c *Config) settings(raw map[string]*string) []setting {
 		s("log-level", "info", "log level: debug, info, warn, error"),
 		s("shutdown-timeout", "15s", "bound on a graceful stop: roles still running after it are abandoned and the process exits non-zero"),
 		s("dispatch-window", "60s", "how long a queued operation may wait to be sent before it is rejected (-1000)"),
+		s("send-timeout", "10s", "bound on one send to the trade server; also how long an unanswered attempt may still execute"),
 		s("quote-max-age", "30s", "oldest quote the gateway's price checks use"),
 	}
 }
@@ -176,6 +181,9 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	if c.DispatchWindow, err = time.ParseDuration(get("dispatch-window")); err != nil {
 		return c, fmt.Errorf("dispatch-window: %w", err)
 	}
+	if c.SendTimeout, err = time.ParseDuration(get("send-timeout")); err != nil {
+		return c, fmt.Errorf("send-timeout: %w", err)
+	}
 	if c.QuoteMaxAge, err = time.ParseDuration(get("quote-max-age")); err != nil {
 		return c, fmt.Errorf("quote-max-age: %w", err)
 	}
@@ -227,6 +235,9 @@ func (c Config) Validate() error {
 	}
 	if c.DispatchWindow <= 0 {
 		errs = append(errs, errors.New("dispatch-window must be positive"))
+	}
+	if c.SendTimeout <= 0 {
+		errs = append(errs, errors.New("send-timeout must be positive"))
 	}
 	if c.QuoteMaxAge <= 0 {
 		errs = append(errs, errors.New("quote-max-age must be positive"))

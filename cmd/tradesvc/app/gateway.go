@@ -53,7 +53,7 @@ func (a *App) runGateway(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	commands, records, err := a.commandHandlers(trading, ref, market)
+	commands, records, err := a.commandHandlers(trading, ref, market, queries.Operation)
 	if err != nil {
 		return err
 	}

@@ -156,14 +156,16 @@ type gatewayDetails struct {
 	Quotes                map[string]quoteAge `json:"quotes"`
 	TickTail              stateDetail         `json:"tickTail"`
 	ChangeFeed            stateDetail         `json:"changeFeed"`
-	// ExecutorAlive is the executors' heartbeat as this gateway last read it (TRADE
-	// endpoints answer -5015 while false); TradingEnabled the operator switch; both as of
-	// SwitchesReadAt (the last TRADE request). Neither makes a gateway unready: it still
+	// ExecutorAlive is the executors' heartbeat as this gateway last read it, and
+	// TradeServerLinked whether a live executor reaches the trade server (TRADE endpoints
+	// answer -5015 while either is false); TradingEnabled the operator switch; all as of
+	// SwitchesReadAt (the last TRADE request). None makes a gateway unready: it still
 	// serves every read.
-	ExecutorAlive  bool      `json:"executorAlive"`
-	TradingEnabled bool      `json:"tradingEnabled"`
-	SwitchesReadAt time.Time `json:"switchesReadAt,omitzero"`
-	SwitchesError  string    `json:"switchesError,omitempty"`
+	ExecutorAlive     bool      `json:"executorAlive"`
+	TradeServerLinked bool      `json:"tradeServerLinked"`
+	TradingEnabled    bool      `json:"tradingEnabled"`
+	SwitchesReadAt    time.Time `json:"switchesReadAt,omitzero"`
+	SwitchesError     string    `json:"switchesError,omitempty"`
 	// Admission is the admission control: operations awaiting their outcome, and whether
 	// (and why) it shed a request in the last 5 s. Shedding does not make a gateway unready:
 	// it answers -1008 at once, which is its job under overload.
@@ -229,6 +231,7 @@ func (a *App) gatewayReport(now time.Time) health.RoleReport {
 		r.Reasons = append(r.Reasons, "change feed down: "+ferr.Error())
 	}
 	d.TradingEnabled, d.ExecutorAlive, d.SwitchesReadAt = a.switches.Last()
+	d.TradeServerLinked = a.switches.LastLinked()
 	if err := a.switches.Err(); err != nil {
 		d.SwitchesError = err.Error()
 	}

@@ -60,33 +60,13 @@ func (a *App) runExecutor(ctx context.Context) error {
 	exec, err := executor.NewExecutor(executor.ExecutorConfig{Brokers: a.cfg.KafkaBrokers,
 		Group: a.cfg.TopicPrefix + executor.ExecutorGroup, Topic: a.kcfg.Topic(events.TopicCommands().Name),
 		Sarama: a.kcfg.ConsumerConfig(), Port: a.port, Out: appender, Pool: a.pool, Now: a.now, Logger: log,
-		DispatchWindow: a.cfg.DispatchWindow, DeadLetter: a.deadLetters, Observer: a.consumerObserver(consumerExecutor),
+		DispatchWindow: a.cfg.DispatchWindow, SendTimeout: a.cfg.SendTimeout, DeadLetter: a.deadLetters, Observer: a.consumerObserver(consumerExecutor),
 		Stage: a.metrics.OrderStage})
 	if err != nil {
 		return err
 	}
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(untilDone(ctx, "heartbeat", func(ctx context.Context) error {
-		t := time.NewTicker(heartbeatEvery)
-		defer t.Stop()
-		for {
-			err := a.switches.Heartbeat(ctx, instance)
-			if ctx.Err() != nil {
-				return nil
-			}
-			a.exec.heartbeat(a.now(), err)
-			if err != nil {
-				// The gateways answer -5015 once no heartbeat lands for ExecutorTimeout;
-				// readiness says so sooner (executorReport).
-				log.Error("executor heartbeat not recorded", "err", err)
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-t.C:
-			}
-		}
-	}))
+	g.Go(untilDone(ctx, "heartbeat", func(ctx context.Context) error { return a.executorBeat(ctx, instance, log) })) // settling.go
 	g.Go(untilDone(ctx, "relay", rl.Run))
 	g.Go(untilDone(ctx, "command consumer", exec.Run))
 	return g.Wait()

@@ -33,15 +33,21 @@ func untilDone(ctx context.Context, name string, run func(context.Context) error
 }
 
 // serveGateway runs the gateway's long-lived parts under one errgroup: the HTTPS server,
-// the tick tail (in-memory quotes), the change feed (RESULT waits and user streams) and
-// the purge of expired idempotency records. Any of them ending ends the others and the
+// the tick tail (in-memory quotes), the change feed (RESULT waits and user streams), the
+// purge of expired idempotency records and the dispatch sweeper (the window of what it
+// queued closes even while no executor runs). Any of them ending ends the others and the
 // role: a gateway whose listener failed does not linger with its tail running, and a tail
 // that cannot go on does not leave the gateway serving its last quotes.
 func (a *App) serveGateway(ctx context.Context, srv *gateway.Server, ln net.Listener, market *projections.Market,
 	feed *projections.ChangeFeed, records *command.Records) error {
 	a.gw.market.Store(market)
 	a.gw.feed.Store(feed)
+	sweeper, err := a.dispatchSweeper()
+	if err != nil {
+		return err
+	}
 	g, ctx := errgroup.WithContext(ctx)
+	g.Go(untilDone(ctx, "dispatch sweeper", sweeper.Run))
 	g.Go(untilDone(ctx, "https server", func(ctx context.Context) error { return srv.Serve(ctx, ln) }))
 	g.Go(untilDone(ctx, "tick tail", func(ctx context.Context) error { return a.tailMarket(ctx, market) }))
 	g.Go(untilDone(ctx, "change feed", feed.Run))

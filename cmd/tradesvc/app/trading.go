@@ -50,7 +50,7 @@ func (a *App) tradingReads() (*projections.TradingReader, *projections.DealsRead
 // commandHandlers builds the write side a gateway serves: idempotency records and tags on the
 // command-side pool, the log, and the read models the handlers validate against.
 func (a *App) commandHandlers(trading *projections.TradingReader, ref *projections.ReferenceReader,
-	market *projections.Market) (command.Handlers, *command.Records, error) {
+	market *projections.Market, settlements command.SettleAwaiter) (command.Handlers, *command.Records, error) {
 	records, err := command.NewRecords(a.pool)
 	if err != nil {
 		return command.Handlers{}, nil, err
@@ -66,7 +66,7 @@ func (a *App) commandHandlers(trading *projections.TradingReader, ref *projectio
 	}
 	h, err := command.NewHandlers(command.Deps{Records: records, Tags: tags, Log: log, Operations: trading, Orders: trading,
 		Positions: trading, Symbols: ref, Quotes: market, QuoteMaxAge: a.cfg.QuoteMaxAge, Now: a.now,
-		Stage: a.metrics.OrderStage})
+		Stage: a.metrics.OrderStage, Settlements: settlements})
 	return h, records, err
 }
 
