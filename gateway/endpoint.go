@@ -275,7 +275,7 @@ func (s *Server) account(ctx context.Context, r *Request, login int64) (*query.A
 }
 
 // charge applies the rate limiter and translates its verdict. A shared store that cannot
-// decide answers -1001: nothing was charged, and nothing is done.
+// decide answers -1000 (503): nothing was charged, and nothing is done.
 func (s *Server) charge(ctx context.Context, r *Request, weight, orders int) error {
 	d, u, err := s.limiter.Charge(ctx, r.auth.ID, r.auth.limits, r.Now, weight, orders)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 // gateways that share keys need one store between them (infra/sharedlimits keeps it in
 // Postgres); such a store loads the key's State, calls State.Apply with its Policy and saves
 // the result atomically per key, exactly as Memory does. A shared store can fail (its
-// database unreachable): the gateway then answers -1001 and charges nothing.
+// database unreachable): the gateway then answers -1000 (HTTP 503) and charges nothing.
 type Store interface {
 	// Charge applies c to key id's state and returns the verdict and the usage after it.
 	Charge(ctx context.Context, id string, c Charge) (Decision, Usage, error)

@@ -113,16 +113,15 @@ split_wait() {
   done
 }
 
-# split_up starts what is not running, in dependency order (the simulator before its clients, the gateways
-# last), and waits until every process answers.
+# split_up starts what is not running, in dependency order, and waits until every process answers: the simulator
+# first (the relay and the executor read its token at start), and the first gateway before the second (the first
+# to start generates the TLS files and the master key under the run directory; two at once would race).
 split_up() {
-  local name state
+  local name
   declare -gA SPLIT_STATE=()
   for name in "${SPLIT_NAMES[@]}"; do
-    state=$(split_start "$name")
-    SPLIT_STATE[$name]=$state
-    # The relay and the executor read the simulator's token at start: it must exist first.
-    [[ $name == sim ]] && split_wait sim
+    SPLIT_STATE[$name]=$(split_start "$name")
+    case $name in sim | gateway) split_wait "$name" ;; esac
   done
   for name in "${SPLIT_NAMES[@]}"; do
     split_wait "$name"

@@ -138,7 +138,7 @@ func TestConcurrentChargesThroughTwoGatewaysAllowExactlyTheLimit(t *testing.T) {
 }
 
 // A gateway whose database is gone decides nothing and charges nothing: an error, which the
-// gateway answers -1001.
+// gateway answers -1000 (503).
 func TestUnreachableStoreChargesNothing(t *testing.T) {
 	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=1")
 	if err != nil {

@@ -69,6 +69,7 @@ func (a *App) runRelay(ctx context.Context) error {
 type relayHealth struct {
 	mu      sync.Mutex
 	running bool
+	known   bool // the lease was tried at least once
 	owner   string
 	state   relay.LeaseState
 	loop    string
@@ -85,7 +86,7 @@ func (r *relayHealth) start(owner string) {
 func (r *relayHealth) leaseState(s relay.LeaseState) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.state = s
+	r.state, r.known = s, true
 }
 
 func (r *relayHealth) failed(now time.Time, loop string, err error) {
@@ -112,7 +113,7 @@ type relayDetails struct {
 func (a *App) relayReport(time.Time) health.RoleReport {
 	a.relay.mu.Lock()
 	defer a.relay.mu.Unlock()
-	if !a.relay.running {
+	if !a.relay.running || !a.relay.known {
 		return health.RoleReport{Reasons: []string{"starting"}}
 	}
 	s := a.relay.state
