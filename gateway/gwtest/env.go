@@ -10,8 +10,8 @@ import (
 
 	"tradesvc/events/dec"
 	"tradesvc/gateway"
-	"tradesvc/gateway/ratelimit"
 	"tradesvc/gateway/gwclient"
+	"tradesvc/gateway/ratelimit"
 	"tradesvc/query"
 )
 
