@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tradesvc/events"
+	"tradesvc/infra/wait"
 )
 
 // One relay per trade server is active; the others stand by. Two active relays would append
@@ -164,7 +165,7 @@ func (l *leased) standBy(ctx context.Context) (int64, time.Time, bool) {
 		}
 		state.Err = err
 		l.report(state)
-		if !wait(ctx, l.cfg.Poll-time.Since(start)) {
+		if wait.For(ctx, l.cfg.Poll-time.Since(start)) != nil {
 			return 0, time.Time{}, false
 		}
 	}
