@@ -3,6 +3,7 @@
 #
 #   make run      install what is missing, start Kafka/Postgres/ClickHouse (.run/), build, migrate,
 #                 (re)start `tradesvc serve`, create the demo key once, write .run/env
+#                 SPLIT=1: the roles as separate processes (sim, relay, executor, projector, two gateways)
 #   make stop     stop tradesvc and the run services        make clean   stop + delete .run/
 #   make test     own services (.run/test/), go vet, go test -race, no-skip check, contracts, fuzz; services stopped after
 #   make bench    own services; tradesvc bench against its own tradesvc serve, then every Benchmark; services stopped after
@@ -21,17 +22,19 @@ LOCAL := infra/local
 DEMO_LOGINS ?= 1001,1002,1003,1004,1005,1006
 # Profile for services-up/-down/-status: run or test.
 PROFILE ?= run
+# SPLIT=1: make run starts the roles as separate processes (infra/local/split.sh).
+SPLIT ?=
 
 .PHONY: help run stop clean test bench contract build vet fmt-check go-check services-up services-down services-status
 
 help:
-	@sed -n '1,12p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '1,13p' Makefile | sed 's/^# \{0,1\}//'
 
 go-check:
 	@command -v go >/dev/null || { echo "Go toolchain not found: install Go (go.mod names the version)" >&2; exit 1; }
 
 run: go-check
-	@DEMO_LOGINS='$(DEMO_LOGINS)' bash $(LOCAL)/run.sh
+	@DEMO_LOGINS='$(DEMO_LOGINS)' SPLIT='$(SPLIT)' bash $(LOCAL)/run.sh
 
 stop:
 	@bash $(LOCAL)/tradesvc-proc.sh stop

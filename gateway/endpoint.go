@@ -139,7 +139,12 @@ func (s *Server) usageHeaders(c *fiber.Ctx, r *Request) {
 	}
 	u := r.usage
 	if !r.charged {
-		u = s.limiter.Usage(r.auth.ID, r.Now)
+		var err error
+		if u, err = s.limiter.Usage(c.UserContext(), r.auth.ID, r.Now); err != nil {
+			// A shared store unreachable: no figures to report rather than made-up ones.
+			s.log.Warn("gateway: rate-limit usage unavailable", "err", err)
+			return
+		}
 	}
 	h := &c.Response().Header
 	h.DisableNormalizing() // send the names exactly as the spec spells them
@@ -219,7 +224,7 @@ func (s *Server) run(c *fiber.Ctx, ep *Endpoint, h HandlerFunc, r *Request) erro
 		if ep.Weight != nil {
 			w = ep.Weight(p)
 		}
-		if err := s.charge(r, w, 0); err != nil {
+		if err := s.charge(ctx, r, w, 0); err != nil {
 			return err
 		}
 	}
@@ -245,7 +250,7 @@ func (s *Server) run(c *fiber.Ctx, ep *Endpoint, h HandlerFunc, r *Request) erro
 	}
 	if ep.Orders != nil && r.auth != nil {
 		if n := ep.Orders(p); n > 0 {
-			if err := s.charge(r, 0, n); err != nil {
+			if err := s.charge(ctx, r, 0, n); err != nil {
 				return err
 			}
 		}
@@ -269,9 +274,14 @@ func (s *Server) account(ctx context.Context, r *Request, login int64) (*query.A
 	return &acc, nil
 }
 
-// charge applies the rate limiter and translates its verdict.
-func (s *Server) charge(r *Request, weight, orders int) error {
-	d, u := s.limiter.Charge(r.auth.ID, r.auth.limits, r.Now, weight, orders)
+// charge applies the rate limiter and translates its verdict. A shared store that cannot
+// decide answers -1000 (503): nothing was charged, and nothing is done.
+func (s *Server) charge(ctx context.Context, r *Request, weight, orders int) error {
+	d, u, err := s.limiter.Charge(ctx, r.auth.ID, r.auth.limits, r.Now, weight, orders)
+	if err != nil {
+		s.log.Error("gateway: rate limits unavailable", "err", err)
+		return errUnavailable
+	}
 	r.usage, r.charged = u, true
 	retry := int((d.RetryAfter + time.Second - 1) / time.Second)
 	switch d.Outcome {

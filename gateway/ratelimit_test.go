@@ -1,6 +1,8 @@
 package gateway_test
 
 import (
+	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -8,6 +10,7 @@ import (
 	"tradesvc/gateway"
 	"tradesvc/gateway/gwclient"
 	"tradesvc/gateway/gwtest"
+	"tradesvc/gateway/ratelimit"
 )
 
 func header(t *testing.T, r *gwclient.Response, name string) int {
@@ -242,4 +245,36 @@ func TestOrdersBreachLeavesReadsServedUntilAnOrderEarnsTheBan(t *testing.T) {
 	e.Clock.Advance(121 * time.Second)
 	expectOK(t, poll())
 	expectOK(t, order())
+}
+
+// unreachableLimits is a shared rate-limit store whose database is down.
+type unreachableLimits struct{ charges int }
+
+func (u *unreachableLimits) Charge(context.Context, string, ratelimit.Charge) (ratelimit.Decision, ratelimit.Usage, error) {
+	u.charges++
+	return ratelimit.Decision{}, ratelimit.Usage{}, errors.New("postgres unreachable")
+}
+
+func (u *unreachableLimits) Usage(context.Context, string, int64) (ratelimit.Usage, error) {
+	return ratelimit.Usage{}, errors.New("postgres unreachable")
+}
+
+// A gateway whose shared rate-limit store cannot decide serves no keyed request: -1000 (503,
+// nothing was done), without made-up usage headers; unkeyed requests, which no limit counts,
+// are served.
+func TestSharedRateLimitsUnreachableAnswer1000(t *testing.T) {
+	e := gwtest.NewEnv()
+	store := &unreachableLimits{}
+	e.RateLimits = store
+	e.Start(t, gateway.Config{})
+	c := e.Client()
+	r := must(t)(c.Keyed(bg, "GET", "/v1/ping", nil))
+	expectErr(t, r, 503, -1000)
+	if r.Header.Get(gateway.HeaderUsedWeight1m) != "" {
+		t.Errorf("usage headers without a store that could say them: %v", r.Header)
+	}
+	if store.charges != 1 {
+		t.Errorf("%d charges, want 1", store.charges)
+	}
+	expectOK(t, must(t)(c.Public(bg, "GET", "/v1/ping", nil)))
 }

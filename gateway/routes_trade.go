@@ -211,7 +211,7 @@ func (s *Server) placeBatch(c *fiber.Ctx, r *Request, items []itemParams) ([]bat
 		cmds, at = append(cmds, command.PlaceOrder{Base: b, Order: o}), append(at, i)
 	}
 	if n := len(items) - shed; n > 0 {
-		if err := s.charge(r, 0, n); err != nil {
+		if err := s.charge(ctx, r, 0, n); err != nil {
 			return nil, err
 		}
 	}

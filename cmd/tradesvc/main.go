@@ -22,7 +22,7 @@ import (
 const usage = `usage: tradesvc <command> [flags]
 
 commands:
-  serve [--roles gateway,executor,projector,sim]   run the service (all roles by default)
+  serve [--roles gateway,executor,relay,projector,sim]  run the service (all roles by default)
   migrate                                          apply Postgres and ClickHouse migrations, create Kafka topics
   keys create --logins 1001,1002 [--read-only] [--allow-ip CIDR,...]
   keys list | keys revoke --api-key K | keys scope --api-key K --logins ...

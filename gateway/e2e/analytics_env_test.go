@@ -73,7 +73,7 @@ func clockedSim(t *testing.T, runDir string, clock sim.Clock) (*sim.Sim, string)
 func remoteEnv(t *testing.T, vars map[string]string, simAddr string, extra map[string]string) (*env, *apptest.Process) {
 	t.Helper()
 	v := maps.Clone(vars)
-	v["TRADESVC_ROLES"] = "gateway,executor,projector"
+	v["TRADESVC_ROLES"] = "gateway,executor,relay,projector"
 	v["TRADESVC_SIM_ADDR"] = simAddr
 	maps.Copy(v, extra)
 	p := apptest.Launch(t, v)

@@ -11,6 +11,7 @@ import (
 	"tradesvc/events/dec"
 	"tradesvc/gateway"
 	"tradesvc/gateway/gwclient"
+	"tradesvc/gateway/ratelimit"
 	"tradesvc/query"
 )
 
@@ -36,6 +37,9 @@ type Env struct {
 	Market   *Market
 	Accounts *Accounts
 	Clock    *Clock
+	// RateLimits, when set before Build, is where the gateway keeps the keys' rate-limit
+	// state (nil: its own memory).
+	RateLimits ratelimit.Store
 
 	Server  *gateway.Server
 	BaseURL string
@@ -77,7 +81,7 @@ func NewEnv() *Env {
 
 // Deps returns the fakes as the gateway pipeline's dependencies.
 func (e *Env) Deps() gateway.Deps {
-	return gateway.Deps{Keys: e.Keys, Switches: e.Switches, Accounts: e.Accounts, Clock: e.Clock.Now}
+	return gateway.Deps{Keys: e.Keys, Switches: e.Switches, Accounts: e.Accounts, Clock: e.Clock.Now, RateLimits: e.RateLimits}
 }
 
 // App returns the application (query handlers over the fakes) the gateway serves.

@@ -13,6 +13,7 @@
 package ratelimit
 
 import (
+	"context"
 	"errors"
 	"time"
 )
@@ -49,6 +50,9 @@ func DefaultLimits() Limits { return Limits{WeightPerMinute: 1200, Orders10s: 10
 func DefaultBanSteps() []time.Duration {
 	return []time.Duration{2 * time.Minute, time.Hour, 24 * time.Hour}
 }
+
+// DefaultPolicy is the escalation of DefaultBanSteps, forgiven after 24 hours.
+func DefaultPolicy() Policy { return Policy{BanSteps: DefaultBanSteps(), ForgiveAfter: 24 * time.Hour} }
 
 // Config configures a Limiter.
 type Config struct {
@@ -148,14 +152,18 @@ func (l *Limiter) Defaults() Limits { return l.cfg.Defaults }
 
 // Charge adds weight and orders for the key id with limits lim (zero fields take the
 // defaults) at now. Nothing is added unless the outcome is Allowed. A zero weight or zero
-// orders does not consume (or check) that bucket.
-func (l *Limiter) Charge(id string, lim Limits, now time.Time, weight, orders int) (Decision, Usage) {
+// orders does not consume (or check) that bucket. An error (a shared store unreachable)
+// means nothing was decided, nor charged.
+func (l *Limiter) Charge(ctx context.Context, id string, lim Limits, now time.Time, weight, orders int) (Decision, Usage, error) {
 	c := Charge{Limits: lim.Or(l.cfg.Defaults), Now: now.UnixMilli(), Weight: weight, Orders: orders}
 	if l.mem != nil {
-		return l.mem.Charge(id, c)
+		d, u := l.mem.charge(id, c)
+		return d, u, nil
 	}
-	return l.store.Charge(id, c)
+	return l.store.Charge(ctx, id, c)
 }
 
 // Usage reads the key's counters at now without charging anything.
-func (l *Limiter) Usage(id string, now time.Time) Usage { return l.store.Usage(id, now.UnixMilli()) }
+func (l *Limiter) Usage(ctx context.Context, id string, now time.Time) (Usage, error) {
+	return l.store.Usage(ctx, id, now.UnixMilli())
+}

@@ -1,18 +1,38 @@
 package ratelimit
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
 )
 
-func newLimiter(t *testing.T) *Limiter {
+// testLimiter is a Limiter over a store that never fails (Memory): the tests read verdicts.
+type testLimiter struct{ l *Limiter }
+
+func (tl testLimiter) Charge(id string, lim Limits, now time.Time, weight, orders int) (Decision, Usage) {
+	d, u, err := tl.l.Charge(context.Background(), id, lim, now, weight, orders)
+	if err != nil {
+		panic(err) // Memory never fails
+	}
+	return d, u
+}
+
+func (tl testLimiter) Usage(id string, now time.Time) Usage {
+	u, err := tl.l.Usage(context.Background(), id, now)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}
+
+func newLimiter(t *testing.T) testLimiter {
 	t.Helper()
 	l, err := New(Config{Defaults: Limits{WeightPerMinute: 10, Orders10s: 3, Orders1m: 5}, BanSteps: DefaultBanSteps(), ForgiveAfter: 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l
+	return testLimiter{l}
 }
 
 var t0 = time.UnixMilli(1_800_000_000_000).Truncate(time.Minute)
@@ -227,18 +247,19 @@ type countingStore struct {
 	charges int
 }
 
-func (c *countingStore) Charge(id string, ch Charge) (Decision, Usage) {
+func (c *countingStore) Charge(ctx context.Context, id string, ch Charge) (Decision, Usage, error) {
 	c.charges++
-	return c.Store.Charge(id, ch)
+	return c.Store.Charge(ctx, id, ch)
 }
 
 func TestLimiterUsesItsStore(t *testing.T) {
 	cfg := Config{Defaults: DefaultLimits(), BanSteps: DefaultBanSteps(), ForgiveAfter: time.Hour}
 	s := &countingStore{Store: NewMemory(cfg.Policy())}
-	l, err := NewWithStore(cfg, s)
+	lim, err := NewWithStore(cfg, s)
 	if err != nil {
 		t.Fatal(err)
 	}
+	l := testLimiter{lim}
 	if _, u := l.Charge("k", Limits{}, t0, 3, 1); u.Weight1m != 3 || s.charges != 1 {
 		t.Fatal(u, s.charges)
 	}
@@ -248,7 +269,8 @@ func TestLimiterUsesItsStore(t *testing.T) {
 }
 
 func TestConcurrentChargesAreExact(t *testing.T) {
-	l, _ := New(Config{Defaults: Limits{WeightPerMinute: 1000, Orders10s: 1, Orders1m: 1}, BanSteps: DefaultBanSteps(), ForgiveAfter: time.Hour})
+	lim, _ := New(Config{Defaults: Limits{WeightPerMinute: 1000, Orders10s: 1, Orders1m: 1}, BanSteps: DefaultBanSteps(), ForgiveAfter: time.Hour})
+	l := testLimiter{lim}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	allowed := 0
@@ -272,7 +294,8 @@ func TestConcurrentChargesAreExact(t *testing.T) {
 }
 
 func BenchmarkChargeParallel(b *testing.B) {
-	l, _ := New(Config{Defaults: Limits{WeightPerMinute: 1 << 30, Orders10s: 1, Orders1m: 1}, BanSteps: DefaultBanSteps(), ForgiveAfter: time.Hour})
+	lim, _ := New(Config{Defaults: Limits{WeightPerMinute: 1 << 30, Orders10s: 1, Orders1m: 1}, BanSteps: DefaultBanSteps(), ForgiveAfter: time.Hour})
+	l := testLimiter{lim}
 	now := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

@@ -1,17 +1,21 @@
 package ratelimit
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // Store keeps every key's State and applies charges to it, atomically per key. Memory is one
 // gateway's own store. The spec's limits are per key across all source addresses, so
-// gateways that share keys need one store between them (or a proxy that routes each key to
-// one gateway); such a store loads the key's State, calls State.Apply with its Policy and
-// saves the result under the key's lock, exactly as Memory does.
+// gateways that share keys need one store between them (infra/sharedlimits keeps it in
+// Postgres); such a store loads the key's State, calls State.Apply with its Policy and saves
+// the result atomically per key, exactly as Memory does. A shared store can fail (its
+// database unreachable): the gateway then answers -1000 (HTTP 503) and charges nothing.
 type Store interface {
 	// Charge applies c to key id's state and returns the verdict and the usage after it.
-	Charge(id string, c Charge) (Decision, Usage)
+	Charge(ctx context.Context, id string, c Charge) (Decision, Usage, error)
 	// Usage returns key id's usage at now (Unix ms) without charging; zero for an unseen key.
-	Usage(id string, now int64) Usage
+	Usage(ctx context.Context, id string, now int64) (Usage, error)
 }
 
 // Memory is the Store of one process: a map of keys, each with its own mutex.
@@ -36,8 +40,14 @@ func (m *Memory) entry(id string) *entry {
 	return e.(*entry)
 }
 
-// Charge implements Store.
-func (m *Memory) Charge(id string, c Charge) (Decision, Usage) {
+// Charge implements Store; it never fails.
+func (m *Memory) Charge(_ context.Context, id string, c Charge) (Decision, Usage, error) {
+	d, u := m.charge(id, c)
+	return d, u, nil
+}
+
+// charge is Charge without the interface's context and error (the Limiter's hot path).
+func (m *Memory) charge(id string, c Charge) (Decision, Usage) {
 	e := m.entry(id)
 	e.mu.Lock()
 	d, u := e.st.Apply(&m.policy, c) // Apply cannot panic: no deferred unlock on the hot path
@@ -45,14 +55,14 @@ func (m *Memory) Charge(id string, c Charge) (Decision, Usage) {
 	return d, u
 }
 
-// Usage implements Store.
-func (m *Memory) Usage(id string, now int64) Usage {
+// Usage implements Store; it never fails.
+func (m *Memory) Usage(_ context.Context, id string, now int64) (Usage, error) {
 	v, ok := m.keys.Load(id)
 	if !ok {
-		return Usage{}
+		return Usage{}, nil
 	}
 	e := v.(*entry)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.st.Usage(now)
+	return e.st.Usage(now), nil
 }

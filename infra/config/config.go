@@ -18,12 +18,23 @@ import (
 const (
 	RoleGateway   = "gateway"
 	RoleExecutor  = "executor"
+	RoleRelay     = "relay"
 	RoleProjector = "projector"
 	RoleSim       = "sim"
 )
 
 // AllRoles is the default: everything in one process (a new slice on every call).
-func AllRoles() []string { return []string{RoleGateway, RoleExecutor, RoleProjector, RoleSim} }
+func AllRoles() []string {
+	return []string{RoleGateway, RoleExecutor, RoleRelay, RoleProjector, RoleSim}
+}
+
+// Rate-limit stores a gateway can keep its keys' counters in.
+const (
+	// RateLimitMemory keeps them in the gateway's memory: one gateway per key.
+	RateLimitMemory = "memory"
+	// RateLimitPostgres keeps them in Postgres, shared by every gateway of the deployment.
+	RateLimitPostgres = "postgres"
+)
 
 // Config holds every setting of tradesvc.
 type Config struct {
@@ -51,6 +62,9 @@ type Config struct {
 	MasterKeyFile string
 	// Roles this process runs.
 	Roles []string
+	// RateLimitStore is where the gateway keeps the keys' rate-limit state: RateLimitMemory
+	// (this gateway alone) or RateLimitPostgres (shared, so a key's limits hold across gateways).
+	RateLimitStore string
 	// MetricsListen is the loopback address of the Prometheus metrics endpoint (/metrics);
 	// empty disables it.
 	MetricsListen string
@@ -111,7 +125,8 @@ func (c *Config) settings(raw map[string]*string) []setting {
 		s("tls-key", "", "server key PEM (default: generated under run-dir/tls)"),
 		s("master-key", "", "master key encrypting API secrets: 64 hex digits or base64 (default: the master key file)"),
 		s("master-key-file", "", "file with the key that encrypts API secrets (default run-dir/master.key)"),
-		s("roles", strings.Join(AllRoles(), ","), "roles to run: gateway,executor,projector,sim"),
+		s("roles", strings.Join(AllRoles(), ","), "roles to run: "+strings.Join(AllRoles(), ",")),
+		s("rate-limit-store", RateLimitMemory, "where a gateway keeps the keys' rate-limit counters: memory (this gateway) or postgres (shared by every gateway)"),
 		s("metrics-listen", "127.0.0.1:9464", "address of the Prometheus metrics endpoint /metrics (empty: off)"),
 		s("sim-listen", "127.0.0.1:8444", "address of the simulator's network port and admin API"),
 		s("sim-addr", "", "remote simulator address for the executor (empty: embedded)"),
@@ -158,6 +173,7 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 		c.MasterKeyFile = filepath.Join(c.RunDir, "master.key")
 	}
 	c.Roles = SplitList(get("roles"))
+	c.RateLimitStore = get("rate-limit-store")
 	c.MetricsListen = get("metrics-listen")
 	c.SimListen = get("sim-listen")
 	c.SimAddr = get("sim-addr")
@@ -232,6 +248,9 @@ func (c Config) Validate() error {
 		if !slices.Contains(AllRoles(), r) {
 			errs = append(errs, fmt.Errorf("unknown role %q (want %s)", r, strings.Join(AllRoles(), ",")))
 		}
+	}
+	if c.RateLimitStore != RateLimitMemory && c.RateLimitStore != RateLimitPostgres {
+		errs = append(errs, fmt.Errorf("rate-limit-store %q: want %s or %s", c.RateLimitStore, RateLimitMemory, RateLimitPostgres))
 	}
 	if c.DispatchWindow <= 0 {
 		errs = append(errs, errors.New("dispatch-window must be positive"))

@@ -17,7 +17,8 @@ func TestDefaultsAreTheDocumentedOnes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Listen != "127.0.0.1:8443" || c.RunDir != ".run" || c.KafkaBrokers[0] != "127.0.0.1:19092" ||
-		c.MasterKeyFile != ".run/master.key" || c.SimDataDir != ".run/sim" || len(c.Roles) != 4 {
+		c.MasterKeyFile != ".run/master.key" || c.SimDataDir != ".run/sim" || len(c.Roles) != 5 ||
+		!c.Has(RoleRelay) || c.RateLimitStore != RateLimitMemory {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
 }
@@ -33,11 +34,12 @@ func TestFlagsWinOverEnvironment(t *testing.T) {
 }
 
 func TestValidateJoinsEveryProblem(t *testing.T) {
-	_, err := load(t, []string{"--roles", "gateway,bogus", "--listen", "nope", "--log-level", "loud", "--tls-cert", "x"}, nil)
+	_, err := load(t, []string{"--roles", "gateway,bogus", "--listen", "nope", "--log-level", "loud", "--tls-cert", "x",
+		"--rate-limit-store", "redis"}, nil)
 	if err == nil {
 		t.Fatal("accepted a bad config")
 	}
-	for _, want := range []string{"bogus", "listen", "log-level", "tls-cert"} {
+	for _, want := range []string{"bogus", "listen", "log-level", "tls-cert", "rate-limit-store"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

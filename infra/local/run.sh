@@ -3,8 +3,13 @@
 # API key once, write .run/env, print the URLs and the key. Safe to re-run: services already running are
 # kept, the service is restarted with the freshly built binary, the demo key in .run/demo-key.json is reused.
 #
+# `make run SPLIT=1`: the same, but the roles run as separate processes (split.sh: the simulator, the relay, the
+# executor, the projector and two gateways), one pid file each under .run/pids; run again, it starts whichever is
+# not running and leaves the others alone. Switching between the two modes stops the other mode's processes.
+#
 #   DEMO_LOGINS   logins the demo key is scoped to (default 1001,1002,1003,1004,1005: the accounts of the
 #                 simulator's default seed)
+#   SPLIT         1: the split run
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -13,6 +18,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 cd "$ROOT"
 
 DEMO_LOGINS=${DEMO_LOGINS:-1001,1002,1003,1004,1005}
+SPLIT=${SPLIT:-}
 RUN=$ROOT/.run
 BIN=$RUN/bin/tradesvc
 PIDF=$RUN/pids/tradesvc.pid
@@ -40,37 +46,46 @@ mv -f "$BIN.new" "$BIN"
 log "tradesvc migrate"
 "$BIN" migrate >/dev/null
 
-"$HERE/tradesvc-proc.sh" stop
-log "starting tradesvc serve (log .run/logs/tradesvc.log)"
-# setsid: detached from make and the terminal; setsid execs in place, so $! is the service's pid.
-(
-  setsid nohup "$BIN" serve >>"$LOGF" 2>&1 </dev/null &
-  echo $! >"$PIDF"
-)
-
 BASE_URL=https://$TRADESVC_LISTEN
 CA=$TRADESVC_RUN_DIR/tls/ca.pem
-ping_ok() {
-  pid_alive "$PIDF" || return 2
-  [[ -s $CA ]] && curl -sf --max-time 2 --cacert "$CA" "$BASE_URL/v1/ping" >/dev/null 2>&1
-}
-deadline=$((SECONDS + 90))
-while :; do
-  rc=0
-  ping_ok || rc=$?
-  ((rc == 0)) && break
-  if ((rc == 2)) || ((SECONDS >= deadline)); then
-    if ((rc == 2)); then
-      log "tradesvc exited during start-up"
-    else
-      log "tradesvc did not answer $BASE_URL/v1/ping within 90s"
+
+if [[ $SPLIT == 1 ]]; then
+  # shellcheck source=split.sh
+  . "$HERE/split.sh"
+  "$HERE/tradesvc-proc.sh" stop-single # the all-roles process holds the ports the split processes take
+  split_up
+  log "tradesvc split run up"
+else
+  "$HERE/tradesvc-proc.sh" stop # the all-roles process and, when switching modes, the split processes
+  log "starting tradesvc serve (log .run/logs/tradesvc.log)"
+  # setsid: detached from make and the terminal; setsid execs in place, so $! is the service's pid.
+  (
+    setsid nohup "$BIN" serve >>"$LOGF" 2>&1 </dev/null &
+    echo $! >"$PIDF"
+  )
+
+  ping_ok() {
+    pid_alive "$PIDF" || return 2
+    [[ -s $CA ]] && curl -sf --max-time 2 --cacert "$CA" "$BASE_URL/v1/ping" >/dev/null 2>&1
+  }
+  deadline=$((SECONDS + 90))
+  while :; do
+    rc=0
+    ping_ok || rc=$?
+    ((rc == 0)) && break
+    if ((rc == 2)) || ((SECONDS >= deadline)); then
+      if ((rc == 2)); then
+        log "tradesvc exited during start-up"
+      else
+        log "tradesvc did not answer $BASE_URL/v1/ping within 90s"
+      fi
+      tail -n 40 "$LOGF" >&2 || true
+      exit 1
     fi
-    tail -n 40 "$LOGF" >&2 || true
-    exit 1
-  fi
-  sleep 0.25
-done
-log "tradesvc up (pid $(pid_of "$PIDF"))"
+    sleep 0.25
+  done
+  log "tradesvc up (pid $(pid_of "$PIDF"))"
+fi
 
 # json_field FILE NAME: the string value of a top-level field (no jq needed).
 json_field() {
@@ -90,18 +105,40 @@ API_SECRET=$(json_field "$KEYF" apiSecret)
 [[ -n $API_KEY && -n $API_SECRET ]] || die "no apiKey/apiSecret in $KEYF"
 
 STREAM_URL=wss://$TRADESVC_LISTEN
+URL_2=https://${TRADESVC_LISTEN_2:-127.0.0.1:8445}
+STREAM_URL_2=wss://${TRADESVC_LISTEN_2:-127.0.0.1:8445}
 umask 077
-cat >"$RUN/env.tmp" <<EOF
-# written by make run; use with: . .run/env
-export TRADESVC_BASE_URL='$BASE_URL'
-export TRADESVC_STREAM_URL='$STREAM_URL'
-export TRADESVC_API_KEY='$API_KEY'
-export TRADESVC_API_SECRET='$API_SECRET'
-export TRADESVC_CA_CERT='$CA'
-EOF
+{
+  echo "# written by make run; use with: . .run/env"
+  echo "export TRADESVC_BASE_URL='$BASE_URL'"
+  echo "export TRADESVC_STREAM_URL='$STREAM_URL'"
+  echo "export TRADESVC_API_KEY='$API_KEY'"
+  echo "export TRADESVC_API_SECRET='$API_SECRET'"
+  echo "export TRADESVC_CA_CERT='$CA'"
+  if [[ $SPLIT == 1 ]]; then
+    echo "# the split run's second gateway (same key; the key's limits hold across both gateways)"
+    echo "export TRADESVC_BASE_URL_2='$URL_2'"
+    echo "export TRADESVC_STREAM_URL_2='$STREAM_URL_2'"
+  fi
+} >"$RUN/env.tmp"
 mv "$RUN/env.tmp" "$RUN/env"
 
-cat <<EOF
+if [[ $SPLIT == 1 ]]; then
+  cat <<EOF
+
+tradesvc is running as separate processes (.run/pids/tradesvc-<name>.pid; stop with: make stop)
+  gateway     $BASE_URL   $STREAM_URL
+  gateway-2   $URL_2   $STREAM_URL_2
+  API key     $API_KEY
+  API secret  $API_SECRET
+  logins      $DEMO_LOGINS
+  CA cert     $CA
+  env         . .run/env   (TRADESVC_BASE_URL_2: the second gateway)
+processes (make run SPLIT=1 again starts whichever is not running):
+EOF
+  split_summary
+else
+  cat <<EOF
 
 tradesvc is running (pid $(pid_of "$PIDF"); log .run/logs/tradesvc.log; stop with: make stop)
   base URL    $BASE_URL
@@ -112,3 +149,4 @@ tradesvc is running (pid $(pid_of "$PIDF"); log .run/logs/tradesvc.log; stop wit
   CA cert     $CA
   env         . .run/env
 EOF
+fi

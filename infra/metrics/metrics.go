@@ -29,6 +29,7 @@ type Metrics struct {
 
 	relayAppended *prometheus.CounterVec
 	relaySeq      *prometheus.GaugeVec
+	relayActive   prometheus.Gauge
 
 	ready        *prometheus.GaugeVec
 	dependencyUp *prometheus.GaugeVec
@@ -92,6 +93,8 @@ func New() *Metrics {
 			"Age of the newest quote of a symbol in the gateway's market projection.", "symbol"),
 		undecodable: counter("tail_undecodable_total",
 			"Messages the gateway's tick tail could not decode (the projections park them).", "topic"),
+		relayActive: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tradesvc_relay_active",
+			Help: "1 while this process holds the relay lease and relays, 0 while it stands by."}),
 		heartbeatAge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "tradesvc_executor_heartbeat_age_seconds",
 			Help: "Seconds since this executor last recorded its heartbeat."}),
 		orderStage: histogram("order_stage_seconds",
@@ -103,7 +106,7 @@ func New() *Metrics {
 			"Operations answered -1008 (overloaded; did not execute), by kind and the bound that was passed.",
 			"kind", "reason"),
 	}
-	reg.MustRegister(m.heartbeatAge,
+	reg.MustRegister(m.heartbeatAge, m.relayActive,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -176,6 +179,9 @@ func (m *Metrics) ProjectionBatch(projection, topic string, partition int32, eve
 	m.projEvents.WithLabelValues(projection).Add(float64(events))
 	m.projOffset.WithLabelValues(projection, topic, strconv.Itoa(int(partition))).Set(float64(lastOffset))
 }
+
+// RelayActive records whether this process's relay holds the lease.
+func (m *Metrics) RelayActive(active bool) { m.relayActive.Set(b2f(active)) }
 
 // RelayAppended records records the relay appended from feed, up to sequence lastSeq.
 func (m *Metrics) RelayAppended(feed string, n int, lastSeq uint64) {

@@ -1,5 +1,5 @@
 // Package app is the composition root: it builds the service's parts from one Config and runs
-// the roles a process was given (gateway, executor, projector, sim). main only parses the
+// the roles a process was given (gateway, executor, relay, projector, sim). main only parses the
 // configuration and calls it; end-to-end tests build the same application in-process.
 package app
 
@@ -74,6 +74,7 @@ type App struct {
 	probe       *kafkaProbe
 	gw          gatewayHealth
 	exec        executorHealth
+	relay       relayHealth
 }
 
 // New opens every resource the configured roles need, applies migrations and creates the
@@ -99,7 +100,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 	var err error
 	// A simulator-only process (the trade server in its own process) needs none of the
 	// stores: it keeps its own journal.
-	if cfg.Has(config.RoleGateway) || cfg.Has(config.RoleExecutor) || cfg.Has(config.RoleProjector) {
+	if cfg.Has(config.RoleGateway) || cfg.Has(config.RoleExecutor) || cfg.Has(config.RoleRelay) || cfg.Has(config.RoleProjector) {
 		// Every order crosses this pool several times (its idempotency record, the executor's
 		// "sent" record, the reads of a RESULT wait): pgx's default of max(4, CPUs)
 		// connections would queue them behind each other.
@@ -149,10 +150,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 			return nil, fmt.Errorf("open simulator: %w", err)
 		}
 	}
-	if cfg.Has(config.RoleExecutor) {
+	if cfg.Has(config.RoleExecutor) || cfg.Has(config.RoleRelay) {
 		if a.port, err = a.tradeServer(); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Has(config.RoleExecutor) && !cfg.Has(config.RoleRelay) {
+		log.Warn("executor without the relay role: the trade server's deals, quotes and reference data reach the log " +
+			"only through a relay process (tradesvc serve --roles relay)")
 	}
 	if cfg.Has(config.RoleExecutor) || cfg.Has(config.RoleProjector) {
 		if a.deadLetters, err = kafka.NewDeadLetters(a.kcfg, a.now); err != nil {
@@ -244,6 +249,9 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	if a.cfg.Has(config.RoleExecutor) {
 		start("executor", a.runExecutor)
+	}
+	if a.cfg.Has(config.RoleRelay) {
+		start("relay", a.runRelay)
 	}
 	if a.cfg.Has(config.RoleProjector) {
 		start("projector", a.runProjector)

@@ -13,9 +13,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/gateway"
+	"tradesvc/gateway/ratelimit"
 	"tradesvc/infra/config"
 	"tradesvc/infra/keys"
 	"tradesvc/infra/listenkeys"
+	"tradesvc/infra/sharedlimits"
 	tlsx "tradesvc/infra/tls"
 	"tradesvc/projections"
 	"tradesvc/query"
@@ -61,13 +63,18 @@ func (a *App) runGateway(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	limits, err := a.rateLimitStore()
+	if err != nil {
+		return err
+	}
 	adm := a.cfg.Admission
 	srv, err := gateway.New(gateway.Config{TLS: tlsCfg, Logger: a.log.With("role", "gateway"),
 		OnRequest: a.metrics.HTTPRequest, OnStage: a.metrics.OrderStage, Streams: a.streamsConfig(),
 		Admission: gateway.AdmissionConfig{MaxInFlight: adm.MaxInFlight, MaxAge: adm.MaxAge, StaleLimit: adm.StaleLimit,
 			RiskFactor: adm.RiskFactor, OnShed: a.metrics.Shed}},
 		gateway.Deps{Keys: gatewayKeys{store}, Switches: a.switches, Accounts: ref.Cached(), Clock: a.now,
-			Streams: gateway.StreamDeps{Market: market, Symbols: ref, Changes: feed, ListenKeys: listenKeys, Bars: bars}},
+			Streams:    gateway.StreamDeps{Market: market, Symbols: ref, Changes: feed, ListenKeys: listenKeys, Bars: bars},
+			RateLimits: limits},
 		gateway.Application{Commands: commands, Queries: queries})
 	if err != nil {
 		return err
@@ -86,6 +93,16 @@ func (a *App) runGateway(ctx context.Context) error {
 	a.gatewayAddr <- ln.Addr().String()
 	a.gw.admission.Store(srv.Admission())
 	return a.serveGateway(ctx, srv, ln, market, feed, records) // supervise.go
+}
+
+// rateLimitStore is where this gateway keeps the keys' rate-limit state: its own memory
+// (nil), or Postgres shared with every other gateway, so that one key's limits hold across
+// all of them (--rate-limit-store).
+func (a *App) rateLimitStore() (ratelimit.Store, error) {
+	if a.cfg.RateLimitStore != config.RateLimitPostgres {
+		return nil, nil
+	}
+	return sharedlimits.New(a.pool, ratelimit.DefaultPolicy())
 }
 
 // serverTLS is the operator's certificate, or the local CA's one generated under RunDir/tls.

@@ -28,7 +28,8 @@ func (a *App) newHealth() error {
 		return err
 	}
 	a.health = m
-	if a.cfg.Has(config.RoleGateway) || a.cfg.Has(config.RoleExecutor) || a.cfg.Has(config.RoleProjector) {
+	if a.cfg.Has(config.RoleGateway) || a.cfg.Has(config.RoleExecutor) || a.cfg.Has(config.RoleRelay) ||
+		a.cfg.Has(config.RoleProjector) {
 		a.probe = &kafkaProbe{kcfg: a.kcfg, consumers: a.consumers}
 		m.AddDependency("kafka", a.probe.check)
 	}
@@ -49,6 +50,9 @@ func (a *App) newHealth() error {
 	}
 	if a.cfg.Has(config.RoleExecutor) {
 		m.AddRole(config.RoleExecutor, a.executorReport)
+	}
+	if a.cfg.Has(config.RoleRelay) {
+		m.AddRole(config.RoleRelay, a.relayReport)
 	}
 	if a.cfg.Has(config.RoleProjector) {
 		m.AddRole(config.RoleProjector, a.projectorReport)
@@ -244,13 +248,10 @@ func (a *App) gatewayReport(now time.Time) health.RoleReport {
 
 // executorHealth is what readiness reads of a running executor.
 type executorHealth struct {
-	mu         sync.Mutex
-	running    bool
-	lastBeat   time.Time
-	beatErr    error
-	relayLoop  string
-	relayErr   error
-	relayErrAt time.Time
+	mu       sync.Mutex
+	running  bool
+	lastBeat time.Time
+	beatErr  error
 }
 
 func (e *executorHealth) heartbeat(now time.Time, err error) {
@@ -263,18 +264,10 @@ func (e *executorHealth) heartbeat(now time.Time, err error) {
 	e.beatErr = err
 }
 
-func (e *executorHealth) relayFailed(now time.Time, loop string, err error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.relayLoop, e.relayErr, e.relayErrAt = loop, err, now
-}
-
 type executorDetails struct {
-	LastHeartbeat   time.Time                        `json:"lastHeartbeat,omitzero"`
-	HeartbeatError  string                           `json:"heartbeatError,omitempty"`
-	Consumer        map[string]health.ConsumerStatus `json:"consumer"`
-	LastRelayError  string                           `json:"lastRelayError,omitempty"`
-	LastRelayFailed time.Time                        `json:"lastRelayFailure,omitzero"`
+	LastHeartbeat  time.Time                        `json:"lastHeartbeat,omitzero"`
+	HeartbeatError string                           `json:"heartbeatError,omitempty"`
+	Consumer       map[string]health.ConsumerStatus `json:"consumer"`
 }
 
 // executorReport: not ready until its first heartbeat, when its heartbeat is older than
@@ -282,12 +275,9 @@ type executorDetails struct {
 // is stuck. The trade server's connection is a dependency (tradeServer).
 func (a *App) executorReport(now time.Time) health.RoleReport {
 	a.exec.mu.Lock()
-	d := executorDetails{LastHeartbeat: a.exec.lastBeat, LastRelayFailed: a.exec.relayErrAt}
+	d := executorDetails{LastHeartbeat: a.exec.lastBeat}
 	if a.exec.beatErr != nil {
 		d.HeartbeatError = a.exec.beatErr.Error()
-	}
-	if a.exec.relayErr != nil {
-		d.LastRelayError = a.exec.relayLoop + ": " + a.exec.relayErr.Error()
 	}
 	running := a.exec.running
 	a.exec.mu.Unlock()

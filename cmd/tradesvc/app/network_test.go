@@ -34,7 +34,7 @@ func TestExecutorRestartAgainstARemoteSimulatorLosesNoFact(t *testing.T) {
 	}
 
 	svcVars := maps.Clone(vars)
-	svcVars["TRADESVC_ROLES"] = "gateway,executor,projector"
+	svcVars["TRADESVC_ROLES"] = "gateway,executor,relay,projector"
 	svcVars["TRADESVC_SIM_ADDR"] = simAddr
 
 	first := apptest.Launch(t, svcVars)

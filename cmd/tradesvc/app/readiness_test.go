@@ -96,7 +96,7 @@ func TestReadyzReportsEveryRoleAndDependency(t *testing.T) {
 		t.Fatalf("/livez = %d %+v", status, live)
 	}
 	r := waitReady(t, base, true, "the service ready", nil)
-	for _, role := range []string{"gateway", "executor", "projector"} {
+	for _, role := range []string{"gateway", "executor", "relay", "projector"} {
 		if !r.Roles[role].Ready {
 			t.Errorf("role %s missing or not ready: %+v", role, r.Roles[role])
 		}
@@ -146,6 +146,14 @@ func TestReadyzReportsEveryRoleAndDependency(t *testing.T) {
 	if err := json.Unmarshal(r.Roles["executor"].Details, &ex); err != nil || ex.LastHeartbeat.IsZero() {
 		t.Errorf("executor details %s: want its last heartbeat (%v)", r.Roles["executor"].Details, err)
 	}
+	var rl struct {
+		State string `json:"state"`
+		Token int64  `json:"token"`
+		Owner string `json:"owner"`
+	}
+	if err := json.Unmarshal(r.Roles["relay"].Details, &rl); err != nil || rl.State != "active" || rl.Token == 0 || rl.Owner == "" {
+		t.Errorf("relay details %s: want the only relay active under a lease token (%v)", r.Roles["relay"].Details, err)
+	}
 	res, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -154,7 +162,7 @@ func TestReadyzReportsEveryRoleAndDependency(t *testing.T) {
 	res.Body.Close()
 	for _, series := range []string{`tradesvc_ready{role="gateway"} 1`, `tradesvc_dependency_up{dependency="postgres"} 1`,
 		`tradesvc_consumer_lag_events{consumer="projection.trading"}`, `tradesvc_quote_age_seconds{symbol="BTCUSD"}`,
-		`tradesvc_executor_heartbeat_age_seconds`} {
+		`tradesvc_executor_heartbeat_age_seconds`, `tradesvc_relay_active 1`} {
 		if !strings.Contains(string(body), series) {
 			t.Errorf("metrics lack %s", series)
 		}

@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -12,7 +10,6 @@ import (
 	"tradesvc/events"
 	"tradesvc/infra/kafka"
 	"tradesvc/infra/kafka/batch"
-	"tradesvc/infra/mt5/relay"
 	"tradesvc/projections"
 )
 
@@ -20,40 +17,20 @@ import (
 // inside command.ExecutorTimeout.
 const heartbeatEvery = 5 * time.Second
 
-// runExecutor sends the queued commands to the trade server, relays the trade server's feeds
-// to the log and reports liveness; if the executor cannot run, the role stops.
+// runExecutor sends the queued commands to the trade server and reports liveness; if the
+// executor cannot run, the role stops. The trade server's feeds are the relay role's
+// (relay.go).
 func (a *App) runExecutor(ctx context.Context) error {
-	cursors, err := relay.NewPGCursors(a.pool)
-	if err != nil {
-		return err
-	}
-	host, _ := os.Hostname()
-	instance := fmt.Sprintf("%s-%d", host, os.Getpid())
+	instance := a.instance()
 	log := a.log.With("role", "executor")
-	// Outcomes are on the latency path of every order; the relay appends market data all
-	// the time. Each gets its own idempotent producer (one request in flight each), so an
-	// outcome never queues behind a batch of ticks, nor a client's command behind either.
+	// Outcomes are on the latency path of every order: they get an idempotent producer of
+	// their own (one request in flight), so an outcome never queues behind a client's command.
 	outPub, err := kafka.NewPublisher(a.kcfg, log)
 	if err != nil {
 		return err
 	}
 	defer a.closeLogged(log, "outcome publisher", outPub.Close)
 	appender, err := kafka.NewAppender(outPub, "executor/"+instance, a.now)
-	if err != nil {
-		return err
-	}
-	relayPub, err := kafka.NewPublisher(a.kcfg, log)
-	if err != nil {
-		return err
-	}
-	defer a.closeLogged(log, "relay publisher", relayPub.Close)
-	relayAppender, err := kafka.NewAppender(relayPub, "executor/"+instance, a.now)
-	if err != nil {
-		return err
-	}
-	rl, err := relay.NewRelay(relay.RelayConfig{OnAppended: a.metrics.RelayAppended,
-		OnError: func(loop string, err error) { a.exec.relayFailed(a.now(), loop, err) }}, a.port,
-		relayAppender, cursors, log, a.now)
 	if err != nil {
 		return err
 	}
@@ -67,7 +44,6 @@ func (a *App) runExecutor(ctx context.Context) error {
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(untilDone(ctx, "heartbeat", func(ctx context.Context) error { return a.executorBeat(ctx, instance, log) })) // settling.go
-	g.Go(untilDone(ctx, "relay", rl.Run))
 	g.Go(untilDone(ctx, "command consumer", exec.Run))
 	return g.Wait()
 }

@@ -151,7 +151,7 @@ func TestExecutorKilledBetweenSentAndOutcomeResolvesWithoutASecondTrade(t *testi
 	vars := apptest.Vars(t)
 	simProc, simAddr := apptest.LaunchSim(t, vars)
 	svcVars := maps.Clone(vars)
-	svcVars["TRADESVC_ROLES"] = "gateway,projector"
+	svcVars["TRADESVC_ROLES"] = "gateway,projector,relay"
 	svcVars["TRADESVC_SIM_ADDR"] = simAddr
 	svc := apptest.Serve(t, apptest.Launch(t, svcVars))
 	execVars := maps.Clone(vars)

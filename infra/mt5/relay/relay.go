@@ -1,7 +1,8 @@
 // Package relay is the trade server's feed into the log: its facts (deals, orders, positions,
 // account balances), ticks and day statistics, symbols, server info and account snapshots,
 // appended to Kafka from durable cursors. It executes nothing: the executor
-// (command/executor) is the only sender of trade requests.
+// (command/executor) is the only sender of trade requests. One relay per trade server is
+// active at a time, under a lease with a fencing token (lease.go); the others stand by.
 package relay
 
 import (
@@ -228,6 +229,11 @@ func (r *Relay) saveCursors(ctx context.Context, name string, saves <-chan uint6
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		err := r.cursors.Save(sctx, name, pos)
 		cancel()
+		if errors.Is(err, ErrFenced) {
+			// Another relay took the lease over: it resumes from the last position saved.
+			r.log.Info("relay cursor not saved: the lease was taken over", "cursor", name, "position", pos)
+			continue
+		}
 		if err != nil {
 			r.log.Warn("relay cursor not saved; a restart re-appends the facts since the last save", "cursor", name, "err", err)
 			if r.cfg.OnError != nil {

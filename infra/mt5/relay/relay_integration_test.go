@@ -11,6 +11,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/cockroachdb/apd/v3"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/events"
 	"tradesvc/events/dec"
@@ -69,7 +70,9 @@ type riEnv struct {
 	sim     *sim.Sim
 	kcfg    kafka.Config
 	brokers []string
+	pub     *kafka.Publisher
 	out     *kafka.Appender
+	pool    *pgxpool.Pool
 	cursors *relay.PGCursors
 	cfg     relay.RelayConfig
 }
@@ -88,11 +91,13 @@ func riSetup(t *testing.T) *riEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pub.Close() })
+	e.pub = pub
 	if e.out, err = kafka.NewAppender(pub, "relay-test", time.Now); err != nil {
 		t.Fatal(err)
 	}
 
 	pool := testenv.MigratedPG(t)
+	e.pool = pool
 	if e.cursors, err = relay.NewPGCursors(pool); err != nil {
 		t.Fatal(err)
 	}
