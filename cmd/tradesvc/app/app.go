@@ -74,6 +74,7 @@ type App struct {
 	probe       *kafkaProbe
 	gw          gatewayHealth
 	exec        executorHealth
+	relayIntake intakeState // where this process's relay of the trade server's facts stands (intake.go)
 }
 
 // New opens every resource the configured roles need, applies migrations and creates the

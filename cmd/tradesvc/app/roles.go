@@ -52,7 +52,8 @@ func (a *App) runExecutor(ctx context.Context) error {
 		return err
 	}
 	rl, err := relay.NewRelay(relay.RelayConfig{OnAppended: a.metrics.RelayAppended,
-		OnError: func(loop string, err error) { a.exec.relayFailed(a.now(), loop, err) }}, a.port,
+		OnError: func(loop string, err error) { a.exec.relayFailed(a.now(), loop, err) },
+		OnFacts: func(caughtUp bool) { a.relayIntake.set(caughtUp, a.now()) }}, a.port,
 		relayAppender, cursors, log, a.now)
 	if err != nil {
 		return err
@@ -88,6 +89,7 @@ func (a *App) runExecutor(ctx context.Context) error {
 		}
 	}))
 	g.Go(untilDone(ctx, "relay", rl.Run))
+	g.Go(untilDone(ctx, "relay intake report", a.reportRelayIntake))
 	g.Go(untilDone(ctx, "command consumer", exec.Run))
 	return g.Wait()
 }
@@ -140,6 +142,7 @@ func (a *App) runProjector(ctx context.Context) error {
 	for name, p := range set {
 		g.Go(untilDone(ctx, name, func(ctx context.Context) error { return projections.Run(ctx, src, name, p) }))
 	}
+	g.Go(untilDone(ctx, "trading intake report", a.reportTradingIntake))
 	return g.Wait()
 }
 
