@@ -29,15 +29,19 @@ type cfEnv struct {
 
 const cfAppName = "changefeed_test"
 
-func cfSetup(t *testing.T) *cfEnv {
+func cfSetup(t *testing.T, opts ...func(*ChangeFeedConfig)) *cfEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	e := &cfEnv{t: t, ctx: ctx, pool: testenv.MigratedPG(t)}
 	// The writer commits a few rows before the feed starts: history the feed must not replay.
 	e.write(row(1, query.ChangeDeal, ""), row(2, query.ChangeDeal, ""))
-	feed, err := NewChangeFeed(ChangeFeedConfig{ConnString: e.pool.Config().ConnString() + "&application_name=" + cfAppName,
-		Logger: testenv.Logger(), Poll: 100 * time.Millisecond})
+	cfg := ChangeFeedConfig{ConnString: e.pool.Config().ConnString() + "&application_name=" + cfAppName,
+		Logger: testenv.Logger(), Poll: 100 * time.Millisecond}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	feed, err := NewChangeFeed(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
