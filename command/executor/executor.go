@@ -165,6 +165,7 @@ func (x *Executor) Run(ctx context.Context) error {
 		DeadLetter: x.cfg.DeadLetter, Observer: x.cfg.Observer}, x.handle)
 	close(consumed)
 	<-flushed
+	x.store.drain()
 	return err
 }
 
