@@ -20,6 +20,13 @@ import (
 // ErrLagged ends a subscription whose buffer was full when a change was due.
 var ErrLagged = query.ErrLagged
 
+// ErrIntakeLagged ends a subscription whose logins' intake lagged past MaxLag (wraps
+// ErrLagged).
+var ErrIntakeLagged = query.ErrIntakeLagged
+
+// ErrChangesLost ends a subscription whose logins' rows were pruned unread (wraps ErrLagged).
+var ErrChangesLost = query.ErrChangesLost
+
 // ErrFeedStopped ends the subscriptions of a change feed whose Run returned.
 var ErrFeedStopped = errors.New("projections: change feed stopped")
 
@@ -39,6 +46,10 @@ type ChangeFeedConfig struct {
 	// OnReference, when set, is called when the reference projection (of any process)
 	// committed a change (ReferenceChannel): caches of reference data drop what they hold.
 	OnReference func(RefScope)
+	// MaxLag bounds how long the intake of a subscription's logins may lag (the relay or the
+	// trading projection behind, as they report in rm.intake; this feed down) before the
+	// subscription is ended with ErrIntakeLagged (default 5s; negative: never).
+	MaxLag time.Duration
 }
 
 // Validate reports every problem at once.
@@ -56,13 +67,19 @@ func (c ChangeFeedConfig) Validate() error {
 // changeFeedPage is how many rows one catch-up query reads.
 const changeFeedPage = 1000
 
+// feedAppName names the feed's connection in pg_stat_activity (unless the connection string
+// names it).
+const feedAppName = "tradesvc-changefeed"
+
 // ChangeFeed tails rm.changes in a gateway. Rows reach it three ways, all in each
 // partition's order: handed over by the trading projection of this process once committed
 // (Publish), in the payload of a NOTIFY from another process's, or read by query when a
 // notification said more than it carried, when a partition's numbers have a gap, and every
 // Poll. It wakes operation waiters with the operation's state itself (no read per wake) and
 // feeds user-stream subscriptions. It starts at the newest row of each partition when Run
-// first connects: history is not replayed.
+// first connects: history is not replayed. With every poll it reads how the service's intake
+// stands (rm.intake) and ends the subscriptions of logins whose intake lags past MaxLag, as
+// it does when it has itself been down that long, or when rows it never read were pruned.
 type ChangeFeed struct {
 	cfg ChangeFeedConfig
 
@@ -80,7 +97,8 @@ type ChangeFeed struct {
 	observers  []func(query.Change)
 	live       bool      // a session reads the feed
 	lastErr    error     // why the last session ended
-	stateSince time.Time // when live or lastErr last changed
+	stateSince time.Time // when live or lastErr last changed (or the feed was built)
+	intake     intakeLag // as of the last poll
 }
 
 // Status reports whether the feed is reading rm.changes now and, when it is not, why its
@@ -114,15 +132,27 @@ func NewChangeFeed(cfg ChangeFeedConfig) (*ChangeFeed, error) {
 	if cfg.Recent == 0 {
 		cfg.Recent = 30 * time.Second
 	}
+	if cfg.MaxLag == 0 {
+		cfg.MaxLag = 5 * time.Second
+	}
 	return &ChangeFeed{cfg: cfg, ready: make(chan struct{}), behind: make(chan int32, 64), last: map[int32]int64{},
 		watchers: map[string]map[chan query.OperationState]struct{}{}, recent: newRecentStates(cfg.Recent),
-		subs: map[*Subscription]struct{}{}}, nil
+		subs: map[*Subscription]struct{}{}, stateSince: time.Now()}, nil
 }
 
 // Run reads the feed until ctx ends, reconnecting with backoff; it returns nil then. Its
 // subscriptions end with ErrFeedStopped.
 func (f *ChangeFeed) Run(ctx context.Context) error {
 	defer f.stop()
+	if f.cfg.MaxLag > 0 {
+		watchCtx, cancel := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			f.watchLag(watchCtx)
+		}()
+		defer func() { cancel(); <-watched }()
+	}
 	failures := 0
 	for ctx.Err() == nil {
 		healthy, err := f.session(ctx)
@@ -149,7 +179,14 @@ func (f *ChangeFeed) Run(ctx context.Context) error {
 // after connecting (nothing committed while it was away is missed). healthy says it got as
 // far as reading the feed.
 func (f *ChangeFeed) session(ctx context.Context) (healthy bool, err error) {
-	conn, err := pgx.Connect(ctx, f.cfg.ConnString)
+	cc, err := pgx.ParseConfig(f.cfg.ConnString)
+	if err != nil {
+		return false, fmt.Errorf("connection string: %w", err)
+	}
+	if cc.RuntimeParams["application_name"] == "" {
+		cc.RuntimeParams["application_name"] = feedAppName
+	}
+	conn, err := pgx.ConnectConfig(ctx, cc)
 	if err != nil {
 		return false, fmt.Errorf("connect: %w", err)
 	}
@@ -172,6 +209,9 @@ func (f *ChangeFeed) session(ctx context.Context) (healthy bool, err error) {
 	poll := time.Now()
 	for {
 		if err := f.catchUp(ctx, conn, nil); err != nil {
+			return healthy, err
+		}
+		if err := f.readIntake(ctx, conn); err != nil {
 			return healthy, err
 		}
 		if !healthy {
@@ -293,11 +333,15 @@ func (f *ChangeFeed) lastOf(part int32) int64 {
 }
 
 // catchUp reads and dispatches every row after the last one of the given partitions (all
-// partitions whose head moved, when parts is nil), a page at a time.
+// partitions whose head moved, when parts is nil), a page at a time. Rows missing at the
+// start of what a query reads were pruned (a partition's rows commit in the order of their
+// numbers, so a reader never sees a later one before an earlier one): the feed goes on past
+// them, and the subscriptions that would have received them end with ErrChangesLost.
 func (f *ChangeFeed) catchUp(ctx context.Context, conn *pgx.Conn, parts []int32) error {
+	var heads map[int32]int64
 	if parts == nil {
-		heads, err := readHeads(ctx, conn)
-		if err != nil {
+		var err error
+		if heads, err = readHeads(ctx, conn); err != nil {
 			return fmt.Errorf("read change heads: %w", err)
 		}
 		for part, seq := range heads {
@@ -308,9 +352,16 @@ func (f *ChangeFeed) catchUp(ctx context.Context, conn *pgx.Conn, parts []int32)
 	}
 	for _, part := range parts {
 		for {
-			page, err := f.readPage(ctx, conn, part, f.lastOf(part))
+			after := f.lastOf(part)
+			page, err := f.readPage(ctx, conn, part, after)
 			if err != nil {
 				return err
+			}
+			switch head, ok := heads[part]; {
+			case len(page) > 0 && page[0].Seq > after+1:
+				f.lost(part, page[0].Seq-1)
+			case len(page) == 0 && ok && head > after:
+				f.lost(part, head)
 			}
 			f.dispatch(part, page)
 			if len(page) < changeFeedPage {
@@ -364,6 +415,93 @@ func notifiedRows(p notifyPayload) ([]query.Change, error) {
 	return out, errors.Join(errs...)
 }
 
+// lost moves partition part past rows that were pruned before the feed read them (up to
+// seq), ending the subscriptions of its logins.
+func (f *ChangeFeed) lost(part int32, seq int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.last[part] >= seq {
+		return
+	}
+	f.cfg.Logger.Warn("change feed: rows were pruned before they were read; their streams are closed",
+		"part", part, "after", f.last[part], "upTo", seq)
+	f.last[part] = seq
+	f.endFollowing(map[int32]bool{part: true}, ErrChangesLost)
+}
+
+// endFollowing ends, with err, the subscriptions following a login of the partitions
+// (every subscription when parts is nil) (f.mu held).
+func (f *ChangeFeed) endFollowing(parts map[int32]bool, err error) {
+	for s := range f.subs {
+		if parts == nil || s.follows(parts) {
+			delete(f.subs, s)
+			s.end(err)
+		}
+	}
+}
+
+// readIntake reads how the service's intake stands (rm.intake) for the lag check.
+func (f *ChangeFeed) readIntake(ctx context.Context, conn *pgx.Conn) error {
+	if f.cfg.MaxLag < 0 {
+		return nil
+	}
+	lag, err := readIntake(ctx, conn, time.Now())
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.intake = lag
+	f.mu.Unlock()
+	return nil
+}
+
+// lagCheckEvery is how often the subscriptions are held to MaxLag (an in-memory check).
+const lagCheckEvery = 250 * time.Millisecond
+
+// watchLag ends, until ctx ends, the subscriptions whose logins' intake has lagged past
+// MaxLag.
+func (f *ChangeFeed) watchLag(ctx context.Context) {
+	t := time.NewTicker(lagCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			f.endLagging(now)
+		}
+	}
+}
+
+// endLagging ends the subscriptions whose logins' intake lags past MaxLag at now: every one
+// while the feed itself has been down that long or a source of every partition lags (the
+// relay), those of a partition whose trading projection lags.
+func (f *ChangeFeed) endLagging(now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.subs) == 0 {
+		return
+	}
+	bound := now.Add(-f.cfg.MaxLag)
+	past := func(since time.Time) bool { return !since.IsZero() && since.Before(bound) }
+	if past(f.intake.all) || !f.live && past(f.stateSince) {
+		f.endFollowing(nil, ErrIntakeLagged)
+		return
+	}
+	var parts map[int32]bool
+	for part, since := range f.intake.parts {
+		if past(since) {
+			if parts == nil {
+				parts = map[int32]bool{}
+			}
+			parts[part] = true
+		}
+	}
+	if parts != nil {
+		f.endFollowing(parts, ErrIntakeLagged)
+	}
+}
+
 // dispatch delivers rows of part that follow the last one dispatched; it reports false when
 // they do not (a gap: the caller reads the partition by query). Rows already dispatched are
 // dropped.
@@ -400,7 +538,7 @@ func (f *ChangeFeed) deliver(c query.Change) {
 		return
 	}
 	for s := range f.subs {
-		if !s.match(c.Login) {
+		if !s.scope.Match(c.Login) {
 			continue
 		}
 		select {
@@ -471,10 +609,12 @@ func (f *ChangeFeed) Observe(fn func(query.Change)) {
 
 // Subscribe delivers, in each partition's order, every DEAL, ORDER_UPDATE, POSITION_UPDATE
 // and ACCOUNT_UPDATE change committed after it returns (and after the feed is Ready) whose
-// login match accepts (match runs on the feed's goroutine and must be quick). buf is the
-// subscription's buffer; a subscriber that lets it fill is ended with ErrLagged.
-func (f *ChangeFeed) Subscribe(match func(login int64) bool, buf int) query.Subscription {
-	s := &Subscription{match: match, ch: make(chan query.Change, max(buf, 1)), done: make(chan struct{}), feed: f}
+// login the scope matches (Match runs on the feed's goroutine and must be quick). buf is the
+// subscription's buffer; a subscriber that lets it fill is ended with ErrLagged. It is ended
+// with ErrIntakeLagged once the intake of one of its logins has lagged past MaxLag (at
+// once when it already has), with ErrChangesLost when rows of its logins were pruned unread.
+func (f *ChangeFeed) Subscribe(scope query.Scope, buf int) query.Subscription {
+	s := &Subscription{scope: scope, ch: make(chan query.Change, max(buf, 1)), done: make(chan struct{}), feed: f}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.stopped {
@@ -498,7 +638,7 @@ func (f *ChangeFeed) stop() {
 // Subscription is one subscriber's view of the change feed.
 type Subscription struct {
 	feed  *ChangeFeed
-	match func(login int64) bool
+	scope query.Scope
 	ch    chan query.Change
 	done  chan struct{}
 
@@ -507,14 +647,28 @@ type Subscription struct {
 	err  error
 }
 
+// follows reports whether a login of the subscription is in one of the partitions.
+func (s *Subscription) follows(parts map[int32]bool) bool {
+	if s.scope.Logins == nil {
+		return true
+	}
+	for _, login := range s.scope.Logins() {
+		if parts[loginPartition(login)] {
+			return true
+		}
+	}
+	return false
+}
+
 // C delivers the changes. It is never closed: select on Done as well.
 func (s *Subscription) C() <-chan query.Change { return s.ch }
 
-// Done is closed when the subscription ends (Close, ErrLagged, ErrFeedStopped).
+// Done is closed when the subscription ends (Close, ErrLagged or an error wrapping it,
+// ErrFeedStopped).
 func (s *Subscription) Done() <-chan struct{} { return s.done }
 
-// Err says why the subscription ended: ErrLagged, ErrFeedStopped, or nil (Close, or not
-// ended).
+// Err says why the subscription ended: ErrLagged, ErrIntakeLagged, ErrChangesLost,
+// ErrFeedStopped, or nil (Close, or not ended).
 func (s *Subscription) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

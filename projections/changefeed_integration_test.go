@@ -29,15 +29,19 @@ type cfEnv struct {
 
 const cfAppName = "changefeed_test"
 
-func cfSetup(t *testing.T) *cfEnv {
+func cfSetup(t *testing.T, opts ...func(*ChangeFeedConfig)) *cfEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	e := &cfEnv{t: t, ctx: ctx, pool: testenv.MigratedPG(t)}
 	// The writer commits a few rows before the feed starts: history the feed must not replay.
 	e.write(row(1, query.ChangeDeal, ""), row(2, query.ChangeDeal, ""))
-	feed, err := NewChangeFeed(ChangeFeedConfig{ConnString: e.pool.Config().ConnString() + "&application_name=" + cfAppName,
-		Logger: testenv.Logger(), Poll: 100 * time.Millisecond})
+	cfg := ChangeFeedConfig{ConnString: e.pool.Config().ConnString() + "&application_name=" + cfAppName,
+		Logger: testenv.Logger(), Poll: 100 * time.Millisecond}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	feed, err := NewChangeFeed(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,9 +120,9 @@ func next(t *testing.T, s query.Subscription) query.Change {
 
 func TestChangeFeedDeliversLaterChangesInSeqOrderToMatchingSubscribers(t *testing.T) {
 	e := cfSetup(t)
-	ones := e.feed.Subscribe(func(login int64) bool { return login == 1 }, 5000)
+	ones := e.feed.Subscribe(query.Scope{Match: func(login int64) bool { return login == 1 }}, 5000)
 	defer ones.Close()
-	twos := e.feed.Subscribe(func(login int64) bool { return login == 2 }, 5000)
+	twos := e.feed.Subscribe(query.Scope{Match: func(login int64) bool { return login == 2 }}, 5000)
 	defer twos.Close()
 	e.write(row(1, query.ChangeOrderUpdate, "op-a"), row(2, query.ChangeDeal, ""), row(1, query.ChangeOperation, "op-a"),
 		row(1, query.ChangePositionUpdate, ""))
@@ -224,7 +228,7 @@ func TestChangeFeedHandsOperationStatesToWaiters(t *testing.T) {
 // next rows are missing is read by query.
 func TestChangeFeedDeliversEachPartitionInOrderWhateverWayItsRowsArrive(t *testing.T) {
 	e := cfSetup(t)
-	sub := e.feed.Subscribe(func(int64) bool { return true }, 5000)
+	sub := e.feed.Subscribe(query.Scope{Match: func(int64) bool { return true }}, 5000)
 	defer sub.Close()
 	p3 := e.writePart(3, false, row(30, query.ChangeDeal, ""), row(30, query.ChangeDeal, ""))
 	p5 := e.writePart(5, true, row(50, query.ChangeDeal, ""))
@@ -265,8 +269,8 @@ func TestChangeFeedDeliversEachPartitionInOrderWhateverWayItsRowsArrive(t *testi
 
 func TestChangeFeedEndsALaggingSubscriptionWithErrLagged(t *testing.T) {
 	e := cfSetup(t)
-	slow := e.feed.Subscribe(func(int64) bool { return true }, 2)
-	fast := e.feed.Subscribe(func(int64) bool { return true }, 100)
+	slow := e.feed.Subscribe(query.Scope{Match: func(int64) bool { return true }}, 2)
+	fast := e.feed.Subscribe(query.Scope{Match: func(int64) bool { return true }}, 100)
 	defer fast.Close()
 	e.write(row(1, query.ChangeDeal, ""), row(1, query.ChangeDeal, ""), row(1, query.ChangeDeal, ""), row(1, query.ChangeDeal, ""))
 	select {
@@ -292,7 +296,7 @@ func TestChangeFeedEndsALaggingSubscriptionWithErrLagged(t *testing.T) {
 
 func TestChangeFeedReconnectsAndMissesNothing(t *testing.T) {
 	e := cfSetup(t)
-	sub := e.feed.Subscribe(func(int64) bool { return true }, 100)
+	sub := e.feed.Subscribe(query.Scope{Match: func(int64) bool { return true }}, 100)
 	defer sub.Close()
 	var killed int
 	if err := e.pool.QueryRow(e.ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
@@ -311,7 +315,7 @@ func TestChangeFeedReconnectsAndMissesNothing(t *testing.T) {
 
 func TestChangeFeedEndsSubscriptionsWhenItStops(t *testing.T) {
 	e := cfSetup(t)
-	sub := e.feed.Subscribe(func(int64) bool { return true }, 10)
+	sub := e.feed.Subscribe(query.Scope{Match: func(int64) bool { return true }}, 10)
 	e.stop()
 	select {
 	case <-sub.Done():
@@ -321,7 +325,7 @@ func TestChangeFeedEndsSubscriptionsWhenItStops(t *testing.T) {
 	if !errors.Is(sub.Err(), ErrFeedStopped) {
 		t.Fatalf("err %v", sub.Err())
 	}
-	late := e.feed.Subscribe(func(int64) bool { return true }, 10)
+	late := e.feed.Subscribe(query.Scope{Match: func(int64) bool { return true }}, 10)
 	if !errors.Is(late.Err(), ErrFeedStopped) {
 		t.Fatalf("a subscription to a stopped feed: err %v", late.Err())
 	}

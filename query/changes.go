@@ -2,6 +2,7 @@ package query
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"tradesvc/events"
@@ -65,20 +66,40 @@ type OperationState struct {
 // dropped silently, the subscriber must resnapshot.
 var ErrLagged = errors.New("change-feed subscriber fell behind")
 
+// ErrIntakeLagged ends a subscription when the service's own intake (the relay, the trading
+// projection, the change feed itself) has lagged for one of its logins for longer than the
+// feed's bound: the changes it should see are not coming, the subscriber must resnapshot.
+var ErrIntakeLagged = fmt.Errorf("the service's intake lags for a login of the subscription: %w", ErrLagged)
+
+// ErrChangesLost ends a subscription when rows of its logins' partition were pruned before
+// the feed read them (it was down for longer than the change-feed retention): they can never
+// be delivered, the subscriber must resnapshot.
+var ErrChangesLost = fmt.Errorf("change-feed rows were pruned before they were delivered: %w", ErrLagged)
+
+// Scope is the logins a subscription follows. Match is asked of every change, on the feed's
+// goroutine: it must be quick. Logins lists them when the feed must tell whether their
+// intake lags (rarely); nil stands for every login.
+type Scope struct {
+	Match  func(login int64) bool
+	Logins func() []int64
+}
+
 // ChangeFeed delivers the change feed to user streams.
 type ChangeFeed interface {
-	// Subscribe delivers the user-stream changes of the logins match accepts (match is called
-	// from the feed's goroutine and must be cheap), buffering up to buf; a subscriber that
-	// falls further behind is ended with ErrLagged.
-	Subscribe(match func(login int64) bool, buf int) Subscription
+	// Subscribe delivers the user-stream changes of the logins scope matches, buffering up
+	// to buf; a subscriber that falls further behind is ended with ErrLagged, one whose
+	// logins' intake lags with ErrIntakeLagged, one whose changes were pruned unread with
+	// ErrChangesLost (both wrap ErrLagged).
+	Subscribe(scope Scope, buf int) Subscription
 }
 
 // Subscription is one subscriber's view of the change feed.
 type Subscription interface {
 	// C delivers the changes; it is never closed: select on Done as well.
 	C() <-chan Change
-	// Done is closed when the subscription ends; Err then tells why: ErrLagged when the
-	// subscriber fell behind, another error when the feed stopped, nil after Close.
+	// Done is closed when the subscription ends; Err then tells why: an error wrapping
+	// ErrLagged when the subscriber or the service fell behind, another error when the feed
+	// stopped, nil after Close.
 	Done() <-chan struct{}
 	Err() error
 	Close()

@@ -40,6 +40,7 @@ type executions struct {
 	// unstored counts, by attempt, the outcomes appended and not stored yet: a copy of the
 	// command arriving meanwhile finds its row without outcome, yet it is decided.
 	unstored map[opKey]int
+	stored   sync.WaitGroup // the background writer, while it runs (drain)
 }
 
 func newExecutions(pool *pgxpool.Pool) (*executions, error) {
@@ -194,6 +195,10 @@ type decision struct {
 	at      time.Time // when it was decided
 }
 
+// drain waits until the outcomes handed to decidedLater are stored or given up (each batch
+// within flushTimeout): a stopping executor leaves no writer behind.
+func (s *executions) drain() { s.stored.Wait() }
+
 // decidedLater stores outcomes in the background, one writer at a time, retrying until they
 // are stored (or the process ends: a redelivered command then finds its row without outcome
 // and is reconciled, which reports the same outcome again).
@@ -211,8 +216,10 @@ func (s *executions) decidedLater(ds []decision, log *slog.Logger) {
 		return
 	}
 	s.storing = true
+	s.stored.Add(1)
 	s.mu.Unlock()
 	go func() {
+		defer s.stored.Done()
 		for {
 			s.mu.Lock()
 			batch := s.queue

@@ -187,6 +187,7 @@ func (x *Executor) Run(ctx context.Context) error {
 	<-settled
 	close(consumed)
 	<-flushed
+	x.store.drain()
 	return err
 }
 

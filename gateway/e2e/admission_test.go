@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,4 +178,120 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestOverloadNeverEarns1021 offers orders well above what the order path can take (a trade
+// server that takes 50 ms per request, a gateway that admits 8 operations awaiting their
+// outcome) from 48 concurrent clients whose requests allow only 1 s between their timestamp
+// and their arrival (recvWindow 1000) for 3 s: the gateway sheds the excess with -1008 at
+// once instead of letting requests wait inside it, so none earns -1021, 99% of the answers
+// (ACK or -1008) arrive within that second, nothing else is answered, and every order it
+// acknowledged FILLs, once (the trade server holds one position per acknowledged order).
+//
+// Checked to fail: with Admission.Admit waiting (polling every 10 ms, up to 3 s) until the
+// order is admitted instead of returning the reason to shed it, the answers' p99 was 2.8 s
+// and nothing was shed; reverted.
+func TestOverloadNeverEarns1021(t *testing.T) {
+	vars := apptest.Vars(t)
+	vars["TRADESVC_ADMIT_MAX_IN_FLIGHT"] = "8"
+	e := startEnvWith(t, vars, "BTCUSD")
+	tr := e.trader(t)
+	tr.waitExecutionPath(t)
+	logins := []int64{loginReal1, loginReal2}
+	before := 0
+	for _, l := range logins {
+		e.deposit(t, l, "1000000") // margin for every order offered
+		before += e.simPositionCount(t, l, "BTCUSD")
+	}
+	e.setFault(t, sim.Fault{Mode: sim.FaultNone, Latency: 50 * time.Millisecond})
+
+	c := *tr.c
+	c.RecvWindow = 1000
+	c.Check = nil // the contract is checked elsewhere; here the client's CPU is the load's
+	type answer struct {
+		coid    string
+		status  int
+		code    int
+		orderSt string
+		took    time.Duration
+	}
+	const workers = 48
+	var mu sync.Mutex
+	var answers []answer
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Since(start) < 3*time.Second; i++ {
+				coid := fmt.Sprintf("ovl-%d-%d", w, i)
+				p := market(logins[(w+i)%len(logins)], "BTCUSD", "BUY", "0.01", "newClientOrderId", coid)
+				sent := time.Now()
+				res, err := c.Signed(context.Background(), http.MethodPost, "/v1/order", p, gwclient.InBody)
+				if err != nil {
+					t.Errorf("POST /v1/order: %v", err)
+					return
+				}
+				a := answer{coid: coid, status: res.Status, took: time.Since(sent)}
+				var body struct {
+					Code   int    `json:"code"`
+					Status string `json:"status"`
+				}
+				_ = json.Unmarshal(res.Body, &body)
+				a.code, a.orderSt = body.Code, body.Status
+				mu.Lock()
+				answers = append(answers, a)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+
+	var acked []string
+	shed := 0
+	took := make([]time.Duration, 0, len(answers))
+	for _, a := range answers {
+		took = append(took, a.took)
+		switch {
+		case a.code == -1021:
+			t.Errorf("%s answered -1021 after %v: it waited inside the service past its recvWindow", a.coid, a.took)
+		case a.status == http.StatusOK && a.orderSt == "ACCEPTED":
+			acked = append(acked, a.coid)
+		case a.status == http.StatusServiceUnavailable && a.code == -1008:
+			shed++
+		default:
+			t.Errorf("%s answered %d code %d status %q", a.coid, a.status, a.code, a.orderSt)
+		}
+	}
+	slices.Sort(took)
+	p99 := took[len(took)*99/100]
+	t.Logf("%d answers in 3 s: %d acknowledged, %d shed; p50 %v, p99 %v, max %v", len(answers), len(acked), shed,
+		took[len(took)/2], p99, took[len(took)-1])
+	if p99 > time.Second {
+		t.Errorf("p99 of the answers %v: requests waited inside the service longer than their recvWindow", p99)
+	}
+	if shed == 0 || len(acked) == 0 {
+		t.Fatalf("%d shed and %d acknowledged: the load did not go past the admission bound", shed, len(acked))
+	}
+
+	// Every acknowledged order fills, once.
+	eventuallyNoMismatch(t, 60*time.Second, "every acknowledged order FILLED", func() string {
+		var filled int
+		if err := e.svc.PG.QueryRow(context.Background(), `SELECT count(*) FROM rm.operations
+			WHERE client_order_id = ANY($1) AND status = 'FILLED'`, acked).Scan(&filled); err != nil {
+			return err.Error()
+		}
+		if filled != len(acked) {
+			return fmt.Sprintf("%d of %d FILLED", filled, len(acked))
+		}
+		return ""
+	})
+	after := 0
+	for _, l := range logins {
+		after += e.simPositionCount(t, l, "BTCUSD")
+	}
+	if after-before != len(acked) {
+		t.Fatalf("the trade server opened %d positions for %d acknowledged orders", after-before, len(acked))
+	}
 }

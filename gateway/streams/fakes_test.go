@@ -26,8 +26,8 @@ type fakeSub struct {
 	err   error
 }
 
-func (f *fakeFeed) Subscribe(match func(int64) bool, buf int) query.Subscription {
-	s := &fakeSub{match: match, c: make(chan query.Change, buf), done: make(chan struct{})}
+func (f *fakeFeed) Subscribe(scope query.Scope, buf int) query.Subscription {
+	s := &fakeSub{match: scope.Match, c: make(chan query.Change, buf), done: make(chan struct{})}
 	f.mu.Lock()
 	f.subs = append(f.subs, s)
 	f.mu.Unlock()

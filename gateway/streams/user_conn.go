@@ -37,7 +37,7 @@ var userKinds = map[string]bool{"DEAL": true, "ORDER_UPDATE": true, "POSITION_UP
 func (u *Users) follow(ctx context.Context, lk query.ListenKey, ks KeyScope) *userConn {
 	c := &userConn{session: newSession(u.cfg, u.pace), u: u, ctx: ctx, lk: lk, keyID: ks.ID, first: ks}
 	c.setScope(ks.Logins)
-	c.sub = u.feed.Subscribe(c.inScope, u.cfg.UserBuffer)
+	c.sub = u.feed.Subscribe(query.Scope{Match: c.inScope, Logins: c.logins}, u.cfg.UserBuffer)
 	u.register(c)
 	return c
 }
@@ -54,8 +54,15 @@ func (c *userConn) run() {
 	defer c.release()
 	c.feed, c.feedDone, c.convert = sub.C(), sub.Done(), c.frame
 	c.feedEnded = func() {
-		if errors.Is(sub.Err(), query.ErrLagged) {
-			// Nothing is dropped silently: the client reconnects and resnapshots.
+		// Nothing is dropped silently: the client reconnects and resnapshots.
+		switch err := sub.Err(); {
+		case errors.Is(err, query.ErrIntakeLagged):
+			c.shut(closeLagging, "service intake lagging; reconnect and resnapshot", nil)
+			return
+		case errors.Is(err, query.ErrChangesLost):
+			c.shut(closeLagging, "changes were lost; reconnect and resnapshot", nil)
+			return
+		case errors.Is(err, query.ErrLagged):
 			c.shut(closeLagging, "stream fell behind; reconnect and resnapshot", nil)
 			return
 		}
@@ -81,6 +88,16 @@ func (c *userConn) setScope(logins []int64) {
 		m[l] = struct{}{}
 	}
 	c.scope.Store(&m)
+}
+
+// logins lists the scope (the change feed asks it while some login's intake lags).
+func (c *userConn) logins() []int64 {
+	m := *c.scope.Load()
+	out := make([]int64, 0, len(m))
+	for l := range m {
+		out = append(out, l)
+	}
+	return out
 }
 
 // inScope is the change feed's match function (called from the feed's goroutine).

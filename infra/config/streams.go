@@ -31,6 +31,12 @@ type Streams struct {
 	ListenKeyLifetime time.Duration
 	// UserRecheck: how often a user stream re-reads its listen key, scope and the trading switch.
 	UserRecheck time.Duration
+	// UserMaxLag: a user stream is closed with 1011 once the service's intake for one of its
+	// logins (the relay, the trading projection, the gateway's change feed) has lagged this long.
+	UserMaxLag time.Duration
+	// ChangeRetention is how long the change feed's rows are kept (the projector prunes older
+	// ones); a gateway whose feed was down longer closes the streams that missed rows (1011).
+	ChangeRetention time.Duration
 }
 
 // newSetting declares one setting whose raw value lands in raw[flagName].
@@ -53,6 +59,8 @@ func streamSettings(raw map[string]*string) []setting {
 		s("ws-depth-symbols", "", "WebSocket streams: comma-separated symbols whose @depth stream delivers"),
 		s("listen-key-lifetime", "60m", "user data stream: listen key lifetime from creation or keepalive"),
 		s("user-stream-recheck", "5s", "user data stream: how often a stream re-reads its listen key, scope and the trading switch"),
+		s("user-stream-max-lag", "5s", "user data stream: close with 1011 once the service's intake for a login of the stream lags this long"),
+		s("change-retention", "1h", "user data stream: how long the change feed's rows are kept (the projector prunes older ones)"),
 	}
 }
 
@@ -84,5 +92,7 @@ func loadStreams(get func(string) string) (Streams, error) {
 	st.DepthSymbols = SplitList(get("ws-depth-symbols"))
 	dur("listen-key-lifetime", &st.ListenKeyLifetime)
 	dur("user-stream-recheck", &st.UserRecheck)
+	dur("user-stream-max-lag", &st.UserMaxLag)
+	dur("change-retention", &st.ChangeRetention)
 	return st, errors.Join(errs...)
 }

@@ -13,7 +13,7 @@ func TestStreamDefaultsAreTheSpecsLimits(t *testing.T) {
 	}
 	want := Streams{PingInterval: 3 * time.Minute, PongTimeout: 10 * time.Minute, Lifetime: 24 * time.Hour,
 		MaxConns: 10000, MaxConnsPerAddr: 20, SendQueue: 1024, WriteTimeout: 10 * time.Second,
-		ListenKeyLifetime: time.Hour, UserRecheck: 5 * time.Second}
+		ListenKeyLifetime: time.Hour, UserRecheck: 5 * time.Second, UserMaxLag: 5 * time.Second, ChangeRetention: time.Hour}
 	got := c.Streams
 	if got.DepthSymbols != nil {
 		t.Fatalf("depth enabled by default: %v", got.DepthSymbols)
@@ -21,7 +21,8 @@ func TestStreamDefaultsAreTheSpecsLimits(t *testing.T) {
 	got.DepthSymbols = nil
 	if got.PingInterval != want.PingInterval || got.PongTimeout != want.PongTimeout || got.Lifetime != want.Lifetime ||
 		got.MaxConns != want.MaxConns || got.MaxConnsPerAddr != want.MaxConnsPerAddr || got.SendQueue != want.SendQueue ||
-		got.WriteTimeout != want.WriteTimeout || got.ListenKeyLifetime != want.ListenKeyLifetime || got.UserRecheck != want.UserRecheck {
+		got.WriteTimeout != want.WriteTimeout || got.ListenKeyLifetime != want.ListenKeyLifetime || got.UserRecheck != want.UserRecheck ||
+		got.UserMaxLag != want.UserMaxLag || got.ChangeRetention != want.ChangeRetention {
 		t.Fatalf("stream defaults %+v, want %+v", got, want)
 	}
 }

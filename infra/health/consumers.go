@@ -35,12 +35,87 @@ type consumer struct {
 }
 
 type partState struct {
-	next         int64 // the offset after the last applied message (negative: not known yet)
+	next         int64     // the offset after the last applied message (negative: not known yet)
+	marks        []endMark // ends of the partition seen beyond next, oldest first (BehindSince)
 	claimedAt    time.Time
 	appliedAt    time.Time // wall time of the last applied batch
 	logTime      time.Time // log time of the last applied message
 	failingSince time.Time
 	lastErr      string
+}
+
+// endMark says that the partition's end was at least hwm at time at: every message before
+// hwm existed then.
+type endMark struct {
+	hwm int64
+	at  time.Time
+}
+
+// maxMarks bounds the marks kept per partition. When full, the second oldest is dropped: the
+// messages it covered are then dated by the next mark, later than they were seen, so
+// BehindSince stays a lower bound on their age.
+const maxMarks = 16
+
+// observe records that the partition's end was hwm at now.
+func (p *partState) observe(hwm int64, now time.Time) {
+	if p.next < 0 || hwm <= p.next || len(p.marks) > 0 && p.marks[len(p.marks)-1].hwm >= hwm {
+		return
+	}
+	if len(p.marks) == maxMarks {
+		p.marks = append(p.marks[:1], p.marks[2:]...)
+	}
+	p.marks = append(p.marks, endMark{hwm: hwm, at: now})
+}
+
+// applied moves next and forgets the marks it reached.
+func (p *partState) applied(next int64) {
+	p.next = next
+	i := 0
+	for i < len(p.marks) && p.marks[i].hwm <= next {
+		i++
+	}
+	p.marks = append(p.marks[:0], p.marks[i:]...)
+}
+
+// noteEnd records the end of partition k for every consumer that owns it (c.mu held).
+func (c *Consumers) noteEnd(k tp, hwm int64, now time.Time) {
+	c.hwm[k] = max(c.hwm[k], hwm)
+	for _, cs := range c.all {
+		if p := cs.parts[k]; p != nil {
+			p.observe(c.hwm[k], now)
+		}
+	}
+}
+
+// PartitionLag is where one partition of a consumer stands.
+type PartitionLag struct {
+	Topic     string
+	Partition int32
+	// BehindSince is zero while the consumer has applied everything this tracker knows the
+	// partition holds; else the earliest time it knew of a message not applied yet. That is a
+	// lower bound on the age of the oldest message not applied (late by at most the time
+	// between two readings of the partition's end: the consumer's own batches, the Kafka
+	// probe), so a consumer is never said to lag more than it does.
+	BehindSince time.Time
+}
+
+// Lag lists the partitions the consumer called name owns, with since when each is behind.
+func (c *Consumers) Lag(name string) []PartitionLag {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cs := c.all[name]
+	if cs == nil {
+		return nil
+	}
+	out := make([]PartitionLag, 0, len(cs.parts))
+	for k, p := range cs.parts {
+		l := PartitionLag{Topic: k.topic, Partition: k.partition}
+		if len(p.marks) > 0 {
+			l.BehindSince = p.marks[0].at
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // NewConsumers builds a tracker. onParked may be nil.
@@ -78,10 +153,10 @@ func (c *Consumers) Partitions() map[string][]int32 {
 // SetHighWater records the newest offset of a partition (the Kafka probe reads it, so a
 // consumer that stopped reading still shows its lag).
 func (c *Consumers) SetHighWater(topic string, partition int32, hwm int64) {
+	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := tp{topic, partition}
-	c.hwm[k] = max(c.hwm[k], hwm)
+	c.noteEnd(tp{topic, partition}, hwm, now)
 }
 
 // ConsumerStatus is one consumer's part of the readiness report.
@@ -182,9 +257,7 @@ func (o observer) Claimed(topic string, partition int32, next, highWater int64) 
 		k := tp{topic, partition}
 		cs.parts[k] = &partState{next: next, claimedAt: now}
 		cs.disconnected = nil
-		if highWater >= 0 {
-			o.c.hwm[k] = max(o.c.hwm[k], highWater)
-		}
+		o.c.noteEnd(k, highWater, now)
 	})
 }
 
@@ -200,9 +273,10 @@ func (o observer) Applied(topic string, partition int32, _ int, lastOffset int64
 			p = &partState{claimedAt: now}
 			cs.parts[k] = p
 		}
-		p.next, p.appliedAt, p.logTime, p.failingSince, p.lastErr = lastOffset+1, now, logTime, time.Time{}, ""
+		p.appliedAt, p.logTime, p.failingSince, p.lastErr = now, logTime, time.Time{}, ""
+		p.applied(lastOffset + 1)
 		cs.disconnected = nil
-		o.c.hwm[k] = max(o.c.hwm[k], highWater, lastOffset+1)
+		o.c.noteEnd(k, max(highWater, lastOffset+1), now)
 	})
 }
 

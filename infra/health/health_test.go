@@ -197,3 +197,57 @@ func TestConsumersLagStuckAndParked(t *testing.T) {
 		t.Fatalf("partitions after release: %v", got)
 	}
 }
+
+// A consumer is behind since the tracker first knew of a message it has not applied: the end
+// seen beyond what it applied dates the oldest such message, and applying past it moves the
+// date to the next end seen, or clears it. Being idle for long is not lagging.
+func TestConsumersLagDatesTheOldestMessageNotApplied(t *testing.T) {
+	clk := testenv.NewClock(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
+	c := health.NewConsumers(clk.Now, nil)
+	o := c.Observer("projection.trading")
+	since := func() time.Time {
+		t.Helper()
+		lags := c.Lag("projection.trading")
+		if len(lags) != 1 || lags[0].Topic != "t" || lags[0].Partition != 3 {
+			t.Fatalf("lags %+v, want partition t/3 alone", lags)
+		}
+		return lags[0].BehindSince
+	}
+	o.Claimed("t", 3, 10, 10)
+	clk.Add(time.Hour) // idle for an hour
+	if s := since(); !s.IsZero() {
+		t.Fatalf("caught up and idle: behind since %v", s)
+	}
+	first := clk.Now()
+	c.SetHighWater("t", 3, 12) // the probe sees two new messages
+	clk.Add(time.Second)
+	c.SetHighWater("t", 3, 15) // and three more a second later
+	clk.Add(5 * time.Second)
+	if s := since(); !s.Equal(first) {
+		t.Fatalf("behind since %v, want %v (when the oldest message not applied was first seen)", s, first)
+	}
+	o.Applied("t", 3, 2, 11, clk.Now(), 15) // applies the first two: the others were seen a second later
+	if s := since(); !s.Equal(first.Add(time.Second)) {
+		t.Fatalf("after applying the first two: behind since %v, want %v", s, first.Add(time.Second))
+	}
+	o.Applied("t", 3, 3, 14, clk.Now(), 15)
+	if s := since(); !s.IsZero() {
+		t.Fatalf("caught up again: behind since %v", s)
+	}
+	// The batch's own view of the end counts: a consumer applying old messages is behind
+	// since it first saw there were more.
+	seen := clk.Now()
+	o.Applied("t", 3, 1, 15, clk.Now(), 40)
+	clk.Add(3 * time.Second)
+	for i := 0; i < 3*16; i++ { // more ends than marks kept: the oldest stays
+		c.SetHighWater("t", 3, int64(41+i))
+		clk.Add(10 * time.Millisecond)
+	}
+	if s := since(); !s.Equal(seen) {
+		t.Fatalf("behind since %v, want %v", s, seen)
+	}
+	o.Released("t", 3)
+	if lags := c.Lag("projection.trading"); len(lags) != 0 {
+		t.Fatalf("released, still %+v", lags)
+	}
+}

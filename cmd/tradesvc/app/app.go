@@ -75,6 +75,7 @@ type App struct {
 	gw          gatewayHealth
 	exec        executorHealth
 	relay       relayHealth
+	relayIntake intakeState // where this process's relay of the trade server's facts stands (intake.go)
 }
 
 // New opens every resource the configured roles need, applies migrations and creates the

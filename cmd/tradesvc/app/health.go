@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -81,16 +82,51 @@ func (p *kafkaProbe) check(ctx context.Context) error {
 	if err := client.RefreshMetadata(); err != nil {
 		return fmt.Errorf("metadata: %w", err)
 	}
-	for topic, parts := range p.consumers.Partitions() {
-		for _, part := range parts {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			newest, err := client.GetOffset(topic, part, sarama.OffsetNewest)
+	return p.highWaters(ctx, p.consumers.Partitions())
+}
+
+// highWaters reads the newest offset of the partitions into the consumer tracker, with one
+// request per leader broker.
+func (p *kafkaProbe) highWaters(ctx context.Context, parts map[string][]int32) error {
+	client, err := p.get()
+	if err != nil {
+		return err
+	}
+	reqs := map[*sarama.Broker]*sarama.OffsetRequest{}
+	for topic, ps := range parts {
+		for _, part := range ps {
+			b, err := client.Leader(topic, part)
 			if err != nil {
-				return fmt.Errorf("end of %s/%d: %w", topic, part, err)
+				return fmt.Errorf("leader of %s/%d: %w", topic, part, err)
 			}
-			p.consumers.SetHighWater(topic, part, newest)
+			if reqs[b] == nil {
+				reqs[b] = sarama.NewOffsetRequest(client.Config().Version)
+			}
+			reqs[b].AddBlock(topic, part, sarama.OffsetNewest, 1)
+		}
+	}
+	for b, req := range reqs {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		res, err := b.GetAvailableOffsets(req)
+		if err != nil {
+			_ = b.Close() // reopened by the next Leader call
+			return fmt.Errorf("ends of partitions from broker %d: %w", b.ID(), err)
+		}
+		for topic, ps := range parts {
+			for _, part := range ps {
+				blk := res.GetBlock(topic, part)
+				if blk == nil {
+					continue // another broker leads it
+				}
+				if !errors.Is(blk.Err, sarama.ErrNoError) {
+					return fmt.Errorf("end of %s/%d: %w", topic, part, blk.Err)
+				}
+				if len(blk.Offsets) == 1 {
+					p.consumers.SetHighWater(topic, part, blk.Offsets[0])
+				}
+			}
 		}
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"tradesvc/infra/health"
 	"tradesvc/infra/kafka"
 	"tradesvc/infra/mt5/relay"
@@ -56,12 +58,17 @@ func (a *App) runRelay(ctx context.Context) error {
 		}}
 	return relay.RunLeased(ctx, cfg, lease, func(ctx context.Context, term *relay.Term) error {
 		rl, err := relay.NewRelay(relay.RelayConfig{OnAppended: a.metrics.RelayAppended,
-			OnError: func(loop string, err error) { a.relay.failed(a.now(), loop, err) }}, a.port,
+			OnError: func(loop string, err error) { a.relay.failed(a.now(), loop, err) },
+			OnFacts: func(caughtUp bool) { a.relayIntake.set(caughtUp, a.now()) }}, a.port,
 			term.Appender(appender), term.Cursors(cursors), log, a.now)
 		if err != nil {
 			return err
 		}
-		return rl.Run(ctx)
+		// Only the lease holder reports the relay's intake (rm.intake): a standby relays nothing.
+		g, ctx := errgroup.WithContext(ctx)
+		g.Go(func() error { return rl.Run(ctx) })
+		g.Go(func() error { return a.reportRelayIntake(ctx) })
+		return g.Wait()
 	})
 }
 

@@ -96,6 +96,7 @@ func (a *App) runProjector(ctx context.Context) error {
 	for name, p := range set {
 		g.Go(untilDone(ctx, name, func(ctx context.Context) error { return projections.Run(ctx, src, name, p) }))
 	}
+	g.Go(untilDone(ctx, "trading intake report", a.reportTradingIntake))
 	return g.Wait()
 }
 

@@ -15,8 +15,14 @@ import (
 // tradingProjection builds projection.trading on the read-model pool; a replaying instance
 // writes no change-feed rows (streams and waiters never see history twice).
 func (a *App) tradingProjection(replaying bool) (*projections.Trading, error) {
+	// Change rows are pruned at least four times within their retention (at most every minute).
+	retention, pruneEvery := a.cfg.Streams.ChangeRetention, time.Duration(0)
+	if retention > 0 {
+		pruneEvery = min(time.Minute, max(retention/4, 100*time.Millisecond))
+	}
 	return projections.NewTrading(projections.TradingConfig{Pool: a.rmPool, Replaying: replaying,
-		Logger: a.log.With("projection", projections.TradingName), Committed: a.publishChanges, Stage: a.metrics.OrderStage})
+		Logger: a.log.With("projection", projections.TradingName), Committed: a.publishChanges, Stage: a.metrics.OrderStage,
+		ChangeRetention: retention, PruneEvery: pruneEvery})
 }
 
 // publishChanges hands a committed transaction's change rows to this process's change feed
@@ -40,7 +46,8 @@ func (a *App) tradingReads() (*projections.TradingReader, *projections.DealsRead
 		return nil, nil, nil, err
 	}
 	feed, err := projections.NewChangeFeed(projections.ChangeFeedConfig{ConnString: a.cfg.PGURL,
-		Logger: a.log.With("role", "gateway", "component", "changefeed"), OnReference: a.invalidateReference})
+		Logger: a.log.With("role", "gateway", "component", "changefeed"), OnReference: a.invalidateReference,
+		MaxLag: a.cfg.Streams.UserMaxLag})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -224,7 +224,7 @@ func TestKafkaStoppedOrdersAnswer5009AndConvergeOnRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	kafkaSh := filepath.Join(root, "infra/local/kafka.sh")
-	data := filepath.Join(root, ".run/test")
+	data := testRunDir(t)
 	kafka := func(action string) {
 		out, err := exec.Command("bash", kafkaSh, action, data, "29092").CombinedOutput()
 		if err != nil {

@@ -5,8 +5,6 @@ package faults
 import (
 	"context"
 	"encoding/json"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,16 +15,11 @@ import (
 	"tradesvc/infra/health"
 )
 
-// localService runs infra/local/<script> on the test profile's instance (data .run/test).
+// localService runs infra/local/<script> on the test profile's instance (testRunDir).
 func localService(t *testing.T, script, action, port string) {
 	t.Helper()
-	root, err := filepath.Abs("../../..")
-	if err != nil {
+	if err := runLocal(testRunDir(t), script, action, port); err != nil {
 		t.Fatal(err)
-	}
-	out, err := exec.Command("bash", filepath.Join(root, "infra/local", script), action, filepath.Join(root, ".run/test"), port).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", script, action, err, out)
 	}
 }
 

@@ -49,10 +49,10 @@ type killRound struct {
 	at, back   time.Time
 }
 
-// orderFlow places MARKET orders through both gateways, each retried with its id until the
+// splitFlow places MARKET orders through both gateways, each retried with its id until the
 // service acknowledges it (an answer that carries the order's status), and watches every
 // acknowledged order until it is final.
-type orderFlow struct {
+type splitFlow struct {
 	t   *testing.T
 	run *splitRun
 
@@ -71,7 +71,7 @@ type orderAnswer struct {
 	Msg           string `json:"msg"`
 }
 
-func (f *orderFlow) place(o *flowOrder, gw int) (string, bool) {
+func (f *splitFlow) place(o *flowOrder, gw int) (string, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	res, err := f.run.clients[gw%2].Signed(ctx, http.MethodPost, "/v1/order", vals("login", strconv.FormatInt(o.login, 10),
@@ -95,14 +95,14 @@ func (f *orderFlow) place(o *flowOrder, gw int) (string, bool) {
 	return "", false
 }
 
-func (f *orderFlow) note(format string, args ...any) {
+func (f *splitFlow) note(format string, args ...any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.unexpected = append(f.unexpected, fmt.Sprintf(format, args...))
 }
 
 // work places orders for login until stopped.
-func (f *orderFlow) work(login int64, seed uint64) {
+func (f *splitFlow) work(login int64, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, uint64(login)))
 	for i := 0; !f.stop.Load(); i++ {
 		o := &flowOrder{id: fmt.Sprintf("split-%d-%d", login, i), login: login}
@@ -137,7 +137,7 @@ func (f *orderFlow) work(login int64, seed uint64) {
 }
 
 // read asks a gateway for the order's status.
-func (f *orderFlow) read(o *flowOrder) (orderAnswer, bool) {
+func (f *splitFlow) read(o *flowOrder) (orderAnswer, bool) {
 	for _, c := range f.run.clients {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		res, err := c.Signed(ctx, http.MethodGet, "/v1/order", vals("login", strconv.FormatInt(o.login, 10),
@@ -163,7 +163,7 @@ func isFinal(status string) bool {
 }
 
 // watch reads every acknowledged order that is not final yet, once a second, until done.
-func (f *orderFlow) watch(done <-chan struct{}) {
+func (f *splitFlow) watch(done <-chan struct{}) {
 	for {
 		f.sweep()
 		select {
@@ -175,7 +175,7 @@ func (f *orderFlow) watch(done <-chan struct{}) {
 }
 
 // sweep reads the orders not yet final once; it reports how many acknowledged ones are not.
-func (f *orderFlow) sweep() (open int) {
+func (f *splitFlow) sweep() (open int) {
 	f.mu.Lock()
 	var todo []*flowOrder
 	for _, o := range f.orders {
@@ -213,7 +213,7 @@ func TestSplitRolesKilledAtRandomLoseNothingAndExecuteNothingTwice(t *testing.T)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
-	f := &orderFlow{t: t, run: run}
+	f := &splitFlow{t: t, run: run}
 	var workers sync.WaitGroup
 	for _, login := range []int64{1001, 1002} {
 		workers.Add(1)
@@ -315,7 +315,7 @@ func (s *splitRun) relayOwnedBy(owner string) string {
 }
 
 // check holds the run to its promises.
-func (f *orderFlow) check(t *testing.T, kills []killRound) {
+func (f *splitFlow) check(t *testing.T, kills []killRound) {
 	t.Helper()
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -47,6 +47,11 @@ type RelayConfig struct {
 	// OnError, when set, is told of every failure of a relay loop (it is retried): the
 	// executor's readiness shows the last one.
 	OnError func(loop string, err error)
+	// OnFacts, when set, is told after every step of the facts loop whether the relay has
+	// appended every fact the trade server had (an idle poll, a batch smaller than Batch
+	// appended) or not (a batch read and not appended yet, a full batch, a failure): the
+	// intake report that user streams are held to (projections.ReportIntake).
+	OnFacts func(caughtUp bool)
 }
 
 func (c *RelayConfig) defaults() {
@@ -134,7 +139,19 @@ func (r *Relay) forever(ctx context.Context, name string, loop func(context.Cont
 	}
 }
 
-func (r *Relay) relayFacts(ctx context.Context) error {
+// factsCaughtUp tells OnFacts.
+func (r *Relay) factsCaughtUp(caughtUp bool) {
+	if r.cfg.OnFacts != nil {
+		r.cfg.OnFacts(caughtUp)
+	}
+}
+
+func (r *Relay) relayFacts(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil && ctx.Err() == nil {
+			r.factsCaughtUp(false) // the facts the trade server has meanwhile are not relayed
+		}
+	}()
 	cursor, err := r.cursors.Load(ctx, CursorFacts)
 	if err != nil {
 		return err
@@ -152,14 +169,17 @@ func (r *Relay) relayFacts(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
+			r.factsCaughtUp(true)
 			continue // an idle long poll
 		}
 		if err != nil {
 			return fmt.Errorf("read facts after %d: %w", cursor, err)
 		}
 		if len(facts) == 0 {
+			r.factsCaughtUp(true)
 			continue
 		}
+		r.factsCaughtUp(false) // until they are appended
 		evs := make([]events.Event, 0, len(facts))
 		for _, f := range facts {
 			if ev, ok := f.Event(); ok {
@@ -171,6 +191,7 @@ func (r *Relay) relayFacts(ctx context.Context) error {
 		}
 		cursor = facts[len(facts)-1].Seq
 		r.appended(CursorFacts, len(evs), cursor)
+		r.factsCaughtUp(len(facts) < r.cfg.Batch)
 		save(cursor)
 	}
 }

@@ -1,0 +1,68 @@
+//go:build faults
+
+package faults
+
+import (
+	"maps"
+	"testing"
+	"time"
+
+	"tradesvc/cmd/tradesvc/app/apptest"
+)
+
+// Postgres is killed with SIGKILL (the postmaster and every backend) while clients place
+// orders with ACK and RESULT and retry each with the same id until it is acknowledged; it is
+// restarted (crash recovery) 3 s later while they go on. Every acknowledged order ends FILLED
+// with its deal and position in the read models, none traded twice, and the read models equal
+// the ones rebuilt from the log (checkExactlyOnce). Postgres is restarted in t.Cleanup
+// whatever happens. Run it alone under the exclusive lock:
+//
+//	flock -x /work/notes/services.lock go test -tags faults -run TestPostgresKilled ./gateway/e2e/faults/
+//
+// Checked to fail: with the trading projection's commits asynchronous again
+// (synchronous_commit = off on its pool, the finding) and its positions kept in Kafka
+// only, ... see the report of the branch that added it.
+func TestPostgresKilledWhileOrdersFlowLosesNothing(t *testing.T) {
+	dir, port := testRunDir(t), pgPort(t)
+	t.Cleanup(func() { startPostgres(t, dir, port) }) // idempotent: leaves Postgres running
+	svc := apptest.Serve(t, apptest.Launch(t, apptest.Vars(t)))
+	c := readyToTrade(t, svc)
+	waitTradable(t, c)
+	logins := []int64{1001, 1002}
+	before := fundAndCount(t, svc.App.Sim(), logins)
+
+	flow := startFlow(t, c, logins, "pgkill", 6)
+	time.Sleep(3 * time.Second)
+	killPostgres9(t, dir, port)
+	time.Sleep(3 * time.Second)
+	startPostgres(t, dir, port)
+	time.Sleep(3 * time.Second)
+	checkExactlyOnce(t, svc, svc.App.Sim(), logins, before, flow.finish())
+}
+
+// The projector runs in its own process and is killed with SIGKILL twice while clients place
+// orders (at about a hundred orders a second it is in the middle of a batch whenever it
+// dies), each time started again a moment later: the same as with Postgres killed.
+func TestProjectorKilledMidBatchLosesNothing(t *testing.T) {
+	vars := apptest.Vars(t)
+	projVars := maps.Clone(vars)
+	projVars["TRADESVC_ROLES"] = "projector"
+	projector := child(t, projVars)
+	svcVars := maps.Clone(vars)
+	svcVars["TRADESVC_ROLES"] = "gateway,executor,sim"
+	svc := apptest.Serve(t, apptest.Launch(t, svcVars))
+	c := readyToTrade(t, svc)
+	waitTradable(t, c)
+	logins := []int64{1001, 1002}
+	before := fundAndCount(t, svc.App.Sim(), logins)
+
+	flow := startFlow(t, c, logins, "projkill", 6)
+	for range 2 {
+		time.Sleep(3 * time.Second)
+		kill9(t, projector)
+		time.Sleep(2 * time.Second)
+		projector = child(t, projVars)
+	}
+	time.Sleep(3 * time.Second)
+	checkExactlyOnce(t, svc, svc.App.Sim(), logins, before, flow.finish())
+}
