@@ -64,6 +64,10 @@ if ((skipped > 0)); then
   grep -E '^[[:space:]]*--- SKIP' "$LOGF"
 fi
 echo "tests: $passed passed, $failed failed, $skipped skipped"
+if ((failed > 0)); then
+  echo "==== why they failed (infra/local/failures.awk) ===="
+  awk -f "$HERE/failures.awk" "$LOGF" | head -200
+fi
 ((rc == 0)) || die "go test failed (exit $rc)"
 ((skipped == 0)) || die "$skipped test(s) skipped: tests must not skip in CI"
 ((passed > 0)) || die "go test ran no test"
@@ -79,6 +83,7 @@ set -e
 fpassed=$(grep -cE '^[[:space:]]*--- PASS' "$FAULTS_LOG" || true)
 fskipped=$(grep -cE '^[[:space:]]*--- SKIP' "$FAULTS_LOG" || true)
 grep -E '^[[:space:]]*--- (PASS|FAIL|SKIP)' "$FAULTS_LOG" || true
+((frc == 0)) || awk -f "$HERE/failures.awk" "$FAULTS_LOG" | head -200
 ((frc == 0)) || die "fault tests failed (exit $frc)"
 ((fskipped == 0)) || die "$fskipped fault test(s) skipped: tests must not skip in CI"
 ((fpassed > 0)) || die "the fault step ran no test"
