@@ -117,6 +117,7 @@ start() {
     write_conf
     rm -f "$PIDF"
     log "starting clickhouse on 127.0.0.1:$TCP_PORT (http $HTTP_PORT)"
+    close_inherited_fds
     # Started in its own session so that neither make nor a terminal's signals reach it.
     # Not a group leader in a background subshell, setsid execs the server in place: $! is its pid.
     (

@@ -204,6 +204,7 @@ start() {
   local mark
   mark=$(log_mark)
   log "starting kafka on 127.0.0.1:$PORT (controller $CPORT)"
+  close_inherited_fds
   # setsid: its own session, so make's or a terminal's signals do not reach it. Run from a subshell in
   # the background setsid is not a group leader, so it execs java in place and $! is the JVM's pid.
   (

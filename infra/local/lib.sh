@@ -24,6 +24,18 @@ proc_alive() {
 }
 
 # pid_of PIDFILE: prints the pid stored in the file.
+# close_inherited_fds closes every descriptor above 2 that this shell inherited, before it starts a
+# server: a daemon must not keep what its starter held open (a `flock` lock around a test that
+# restarts Postgres would otherwise be held for as long as that Postgres runs).
+# Descriptors 10 and up are bash's own (the script it reads, saved descriptors) and stay.
+close_inherited_fds() {
+  local fd
+  for fd in 3 4 5 6 7 8 9; do
+    [[ -e /proc/$$/fd/$fd ]] && eval "exec $fd>&-"
+  done
+  return 0
+}
+
 pid_of() { head -n1 "$1" 2>/dev/null | tr -dc '0-9'; }
 
 # port_open PORT: true when something accepts TCP connections on 127.0.0.1:PORT.

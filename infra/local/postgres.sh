@@ -105,6 +105,7 @@ start() {
   write_conf
 
   log "starting postgres on 127.0.0.1:$PORT"
+  close_inherited_fds
   as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$LOGF" -w -t 60 -s start >/dev/null 2>&1 || {
     tail -n 30 "$LOGF" >&2
     die "postgres failed to start; see $LOGF"
