@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/events"
+	"tradesvc/events/trading"
 	"tradesvc/infra/postgres"
 )
 
@@ -150,9 +151,14 @@ func (s *executions) decided(ctx context.Context, ds []decision) error {
 	sentAt, decidedAt := make([]time.Time, n), make([]time.Time, n)
 	for i, d := range ds {
 		// The row records that the operation was decided and how; its facts and command are
-		// in the log's outcome (only that it is decided is read back).
+		// in the log's outcome (only that it is decided is read back). An outcome still to be
+		// settled keeps its command: the background settling rebuilds the attempt from it
+		// (settle_store.go).
 		slim := *d.outcome
-		slim.Facts, slim.Command = nil, nil
+		slim.Facts = nil
+		if !unsettledOutcome(d.outcome) {
+			slim.Command = nil
+		}
 		raw, err := json.Marshal(&slim)
 		if err != nil {
 			return fmt.Errorf("encode outcome of %s: %w", d.op.op.OperationID, err)
@@ -252,4 +258,10 @@ func (s *executions) deciding(k opKey) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.unstored[k] > 0
+}
+
+// unsettledOutcome reports whether out is one the background settling reads back
+// (settle_store.go, unsettled): IN_DOUBT, or sent without an answer.
+func unsettledOutcome(out *events.ExecutionOutcome) bool {
+	return out.Status == string(trading.StatusInDoubt) || out.Unanswered
 }
