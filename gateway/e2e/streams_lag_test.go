@@ -31,7 +31,7 @@ const lagWithin = 12 * time.Second
 // instead of going silent: the trading projection stuck behind the log, the gateway's change
 // feed cut from Postgres, a feed down longer than the change-row retention (it never resumes
 // past rows it did not send), and the relay cut from the trade server. The roles run as three
-// processes (the simulator; the executor and the projector; the gateway), so the gateway
+// processes (the simulator; the executor, the relay and the projector; the gateway), so the gateway
 // hears of the projection's commits only through Postgres, as a gateway of a split
 // deployment does. On the code before the intake reports every case fails: the stream stays
 // open and silent (and after the pruned rows the feed never delivered again).
@@ -42,7 +42,7 @@ func TestUserStreamClosesWhenTheIntakeLags(t *testing.T) {
 	vars["TRADESVC_CHANGE_RETENTION"] = "500ms"
 	simProc, simAddr := apptest.LaunchSim(t, vars)
 	core := maps.Clone(vars)
-	core["TRADESVC_ROLES"] = "executor,projector"
+	core["TRADESVC_ROLES"] = "executor,relay,projector"
 	core["TRADESVC_SIM_ADDR"] = simAddr
 	apptest.Launch(t, core)
 	gw := maps.Clone(vars)
