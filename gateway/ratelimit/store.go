@@ -7,7 +7,7 @@ import (
 
 // Store keeps every key's State and applies charges to it, atomically per key. Memory is one
 // gateway's own store. The spec's limits are per key across all source addresses, so
-// gateways that share keys need one store between them (infra/sharedlimits keeps it in
+// gateways that share keys need one store between them (gateway/ratelimit/sharedlimits keeps it in
 // Postgres); such a store loads the key's State, calls State.Apply with its Policy and saves
 // the result atomically per key, exactly as Memory does. A shared store can fail (its
 // database unreachable): the gateway then answers -1000 (HTTP 503) and charges nothing.

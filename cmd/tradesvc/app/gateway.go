@@ -17,7 +17,7 @@ import (
 	"tradesvc/infra/config"
 	"tradesvc/infra/keys"
 	"tradesvc/infra/listenkeys"
-	"tradesvc/infra/sharedlimits"
+	"tradesvc/gateway/ratelimit/sharedlimits"
 	tlsx "tradesvc/infra/tls"
 	"tradesvc/projections"
 	"tradesvc/query"

@@ -12,7 +12,7 @@ import (
 
 	"tradesvc/gateway/ratelimit"
 	"tradesvc/infra/postgres"
-	"tradesvc/infra/sharedlimits"
+	"tradesvc/gateway/ratelimit/sharedlimits"
 	"tradesvc/infra/testenv"
 )
 
