@@ -14,10 +14,10 @@ import (
 
 	"tradesvc/gateway"
 	"tradesvc/gateway/ratelimit"
+	"tradesvc/gateway/ratelimit/sharedlimits"
 	"tradesvc/infra/config"
 	"tradesvc/infra/keys"
 	"tradesvc/infra/listenkeys"
-	"tradesvc/gateway/ratelimit/sharedlimits"
 	tlsx "tradesvc/infra/tls"
 	"tradesvc/projections"
 	"tradesvc/query"

@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/gateway/ratelimit"
-	"tradesvc/infra/postgres"
 	"tradesvc/gateway/ratelimit/sharedlimits"
+	"tradesvc/infra/postgres"
 	"tradesvc/infra/testenv"
 )
 
