@@ -26,28 +26,28 @@ type Coverage struct {
 func (c Coverage) Missing(types []string, kinds []Kind) []string {
 	var out []string
 	if c.EventsDeclared {
-		for _, t := range types {
-			h, i := slices.Contains(c.Events, t), slices.Contains(c.IgnoredEvents, t)
-			switch {
-			case !h && !i:
-				out = append(out, fmt.Sprintf("%s: event type %s neither handled nor ignored", c.Place, t))
-			case h && i:
-				out = append(out, fmt.Sprintf("%s: event type %s both handled and ignored", c.Place, t))
-			}
-		}
+		out = append(out, missing(c.Place, "event type", types, c.Events, c.IgnoredEvents)...)
 	}
 	if c.KindsDeclared {
-		for _, k := range kinds {
-			h, i := slices.Contains(c.Kinds, k), slices.Contains(c.IgnoredKinds, k)
-			switch {
-			case !h && !i:
-				out = append(out, fmt.Sprintf("%s: kind %s neither handled nor ignored", c.Place, k))
-			case h && i:
-				out = append(out, fmt.Sprintf("%s: kind %s both handled and ignored", c.Place, k))
-			}
-		}
+		out = append(out, missing(c.Place, "kind", kinds, c.Kinds, c.IgnoredKinds)...)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// missing checks one list of a place's declaration: each of all must be in exactly one of
+// handled and ignored.
+func missing[T comparable](place, what string, all, handled, ignored []T) []string {
+	var out []string
+	for _, x := range all {
+		h, i := slices.Contains(handled, x), slices.Contains(ignored, x)
+		switch {
+		case !h && !i:
+			out = append(out, fmt.Sprintf("%s: %s %v neither handled nor ignored", place, what, x))
+		case h && i:
+			out = append(out, fmt.Sprintf("%s: %s %v both handled and ignored", place, what, x))
+		}
+	}
 	return out
 }
 

@@ -10,26 +10,43 @@
 // log, whose payloads carry the wire names and raw integers this package interprets).
 package trading
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+)
 
 // unknown names a platform value this build does not know: "UNKNOWN_<n>", so that a new
 // platform value never crashes a reader (the spec's rule for unmapped values).
 func unknown(n int) string { return "UNKNOWN_" + strconv.Itoa(n) }
 
-// name is names[n], or unknown(n) outside the table.
-func name(names []string, n int) string {
-	if n >= 0 && n < len(names) {
-		return names[n]
+// enum is the wire names of a platform enumeration numbered from 0 (value n is names[n]):
+// every enumeration of the package prints and parses through one.
+type enum[T ~int] []string
+
+// name is the wire name of v, or unknown(v) outside the table.
+func (e enum[T]) name(v T) string {
+	if v >= 0 && int(v) < len(e) {
+		return e[v]
 	}
-	return unknown(n)
+	return unknown(int(v))
 }
 
-// index is the position of s in names, -1 when absent.
-func index(names []string, s string) int {
-	for i, n := range names {
-		if n == s {
-			return i
+// parse reads a wire name; ok is false (and the value -1) for a name the table lacks.
+func (e enum[T]) parse(s string) (T, bool) {
+	i := slices.Index(e, s)
+	return T(i), i >= 0
+}
+
+// flags names the bits of a platform bitmask: bit i is names[i].
+type flags[T ~int] []string
+
+// list names the bits set in mask, in bit order (never nil).
+func (f flags[T]) list(mask T) []string {
+	out := []string{}
+	for bit, n := range f {
+		if mask&(1<<bit) != 0 {
+			out = append(out, n)
 		}
 	}
-	return -1
+	return out
 }

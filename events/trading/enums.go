@@ -13,18 +13,15 @@ const (
 	Sell Side = 1
 )
 
-var sideNames = []string{"BUY", "SELL"}
+var sideNames = enum[Side]{"BUY", "SELL"}
 
-func (s Side) String() string { return name(sideNames, int(s)) }
+func (s Side) String() string { return sideNames.name(s) }
 
 // Opposite is the other side (the side of a deal that closes a position of side s).
 func (s Side) Opposite() Side { return 1 - s }
 
 // ParseSide reads BUY or SELL.
-func ParseSide(s string) (Side, bool) {
-	i := index(sideNames, s)
-	return Side(i), i >= 0
-}
+func ParseSide(s string) (Side, bool) { return sideNames.parse(s) }
 
 // OrderType is the platform's order type (ORDER_TYPE_*): even types buy, odd types sell.
 type OrderType int
@@ -42,14 +39,14 @@ const (
 	OrderCloseBy       OrderType = 8
 )
 
-var orderTypeNames = []string{"BUY", "SELL", "BUY_LIMIT", "SELL_LIMIT", "BUY_STOP", "SELL_STOP", "BUY_STOP_LIMIT",
+var orderTypeNames = enum[OrderType]{"BUY", "SELL", "BUY_LIMIT", "SELL_LIMIT", "BUY_STOP", "SELL_STOP", "BUY_STOP_LIMIT",
 	"SELL_STOP_LIMIT", "CLOSE_BY"}
 
 // TypeMarket is the sendable name of the two market types (0 buy, 1 sell): the side says which.
 const TypeMarket = "MARKET"
 
 // String is the name an ORDER_UPDATE's `ot` uses: BUY and SELL for the market types.
-func (t OrderType) String() string { return name(orderTypeNames, int(t)) }
+func (t OrderType) String() string { return orderTypeNames.name(t) }
 
 // RecordName is the name order records and operations use: MARKET for the market types.
 func (t OrderType) RecordName() string {
@@ -98,9 +95,8 @@ func ParseSendable(name string, side Side) (OrderType, bool) {
 	if name == TypeMarket {
 		return OrderType(side), side == Buy || side == Sell
 	}
-	i := index(orderTypeNames, name)
-	t := OrderType(i)
-	return t, i >= 0 && t.IsPending()
+	t, ok := orderTypeNames.parse(name)
+	return t, ok && t.IsPending()
 }
 
 // IsPendingName reports whether name is one of the six pending order types.
@@ -126,10 +122,10 @@ const (
 	StateRequestCancel OrderState = 9
 )
 
-var orderStateNames = []string{"STARTED", "PLACED", "CANCELED", "PARTIAL", "FILLED", "REJECTED", "EXPIRED",
+var orderStateNames = enum[OrderState]{"STARTED", "PLACED", "CANCELED", "PARTIAL", "FILLED", "REJECTED", "EXPIRED",
 	"REQUEST_ADD", "REQUEST_MODIFY", "REQUEST_CANCEL"}
 
-func (s OrderState) String() string { return name(orderStateNames, int(s)) }
+func (s OrderState) String() string { return orderStateNames.name(s) }
 
 // Status maps a raw state to the pending-order status (the spec's raw-state mapping): 0, 1,
 // 7, 8, 9 NEW (7 to 9 are transient, the order is live); 3 PARTIALLY_FILLED; 4 FILLED;
@@ -163,18 +159,15 @@ const (
 	TimeSpecifiedDay TimeType = 3 // GTD_DAY
 )
 
-var timeTypeNames = []string{"GTC", "DAY", "GTD", "GTD_DAY"}
+var timeTypeNames = enum[TimeType]{"GTC", "DAY", "GTD", "GTD_DAY"}
 
-func (t TimeType) String() string { return name(timeTypeNames, int(t)) }
+func (t TimeType) String() string { return timeTypeNames.name(t) }
 
 // NeedsExpiration reports whether the time type runs until an expiration (GTD, GTD_DAY).
 func (t TimeType) NeedsExpiration() bool { return t == TimeSpecified || t == TimeSpecifiedDay }
 
 // ParseTimeInForce reads GTC, DAY, GTD or GTD_DAY.
-func ParseTimeInForce(s string) (TimeType, bool) {
-	i := index(timeTypeNames, s)
-	return TimeType(i), i >= 0
-}
+func ParseTimeInForce(s string) (TimeType, bool) { return timeTypeNames.parse(s) }
 
 // FillPolicy is the platform's fill policy (ORDER_FILLING_*).
 type FillPolicy int
@@ -198,9 +191,9 @@ const (
 	EntryOutBy DealEntry = 3
 )
 
-var entryNames = []string{"IN", "OUT", "INOUT", "OUT_BY"}
+var entryNames = enum[DealEntry]{"IN", "OUT", "INOUT", "OUT_BY"}
 
-func (e DealEntry) String() string { return name(entryNames, int(e)) }
+func (e DealEntry) String() string { return entryNames.name(e) }
 
 // DealAction is DEAL_TYPE_*; only buy (0) and sell (1) are trades, the only deals exposed.
 type DealAction int
@@ -254,9 +247,9 @@ const (
 	ReasonSplit    DealReason = 9
 )
 
-var reasonNames = []string{"CLIENT", "MOBILE", "WEB", "EXPERT", "SL", "TP", "SO", "ROLLOVER", "VMARGIN", "SPLIT"}
+var reasonNames = enum[DealReason]{"CLIENT", "MOBILE", "WEB", "EXPERT", "SL", "TP", "SO", "ROLLOVER", "VMARGIN", "SPLIT"}
 
-func (r DealReason) String() string { return name(reasonNames, int(r)) }
+func (r DealReason) String() string { return reasonNames.name(r) }
 
 // ChangeAction is the `x` of an entity change: orders and accounts NEW, UPDATE, DELETE;
 // positions NEW, UPDATE, CLOSE.
@@ -270,12 +263,6 @@ const (
 	ChangeClose  ChangeAction = 3
 )
 
-var changeNames = []string{"NEW", "UPDATE", "DELETE", "CLOSE"}
+var changeNames = enum[ChangeAction]{"NEW", "UPDATE", "DELETE", "CLOSE"}
 
-func (c ChangeAction) String() string { return name(changeNames, int(c)) }
-
-// ParseChange reads a change action name.
-func ParseChange(s string) (ChangeAction, bool) {
-	i := index(changeNames, s)
-	return ChangeAction(i), i >= 0
-}
+func (c ChangeAction) String() string { return changeNames.name(c) }

@@ -1,6 +1,11 @@
 package trading
 
-import "tradesvc/events"
+import (
+	"slices"
+	"strings"
+
+	"tradesvc/events"
+)
 
 // SymbolSpec is a symbol's specification as the service knows it: the reference event the
 // relay publishes (enumerations by their wire names, sessions per weekday) is the model the
@@ -8,12 +13,14 @@ import "tradesvc/events"
 type SymbolSpec = events.SymbolSpecified
 
 // AllowsOrderMode reports whether the symbol allows order mode m (MARKET, LIMIT, …, SL, TP).
-func AllowsOrderMode(s *SymbolSpec, m OrderMode) bool { return contains(s.OrderModes, m.String()) }
+func AllowsOrderMode(s *SymbolSpec, m OrderMode) bool {
+	return slices.Contains(s.OrderModes, m.String())
+}
 
 // AllowsExpiration reports whether the symbol accepts time in force t.
-func AllowsExpiration(s *SymbolSpec, t TimeType) bool { return contains(s.ExpirationModes, t.String()) }
-
-func contains(list []string, s string) bool { return index(list, s) >= 0 }
+func AllowsExpiration(s *SymbolSpec, t TimeType) bool {
+	return slices.Contains(s.ExpirationModes, t.String())
+}
 
 // TradeMode is SYMBOL_TRADE_MODE_*.
 type TradeMode int
@@ -27,15 +34,12 @@ const (
 	TradeFull      TradeMode = 4
 )
 
-var tradeModeNames = []string{"DISABLED", "LONG_ONLY", "SHORT_ONLY", "CLOSE_ONLY", "FULL"}
+var tradeModeNames = enum[TradeMode]{"DISABLED", "LONG_ONLY", "SHORT_ONLY", "CLOSE_ONLY", "FULL"}
 
-func (m TradeMode) String() string { return name(tradeModeNames, int(m)) }
+func (m TradeMode) String() string { return tradeModeNames.name(m) }
 
 // ParseTradeMode reads a trade mode name.
-func ParseTradeMode(s string) (TradeMode, bool) {
-	i := index(tradeModeNames, s)
-	return TradeMode(i), i >= 0
-}
+func ParseTradeMode(s string) (TradeMode, bool) { return tradeModeNames.parse(s) }
 
 // ExecMode is SYMBOL_TRADE_EXECUTION_*.
 type ExecMode int
@@ -48,49 +52,21 @@ const (
 	ExecExchange ExecMode = 3
 )
 
-var execModeNames = []string{"REQUEST", "INSTANT", "MARKET", "EXCHANGE"}
+var execModeNames = enum[ExecMode]{"REQUEST", "INSTANT", "MARKET", "EXCHANGE"}
 
-func (m ExecMode) String() string { return name(execModeNames, int(m)) }
+func (m ExecMode) String() string { return execModeNames.name(m) }
 
 // Requotes reports whether market orders in this mode are sent with the price the client
 // was shown, which the trade server requotes when the market has moved (REQUEST, INSTANT).
 func (m ExecMode) Requotes() bool { return m == ExecRequest || m == ExecInstant }
 
 // ParseExecMode reads an execution mode name.
-func ParseExecMode(s string) (ExecMode, bool) {
-	i := index(execModeNames, s)
-	return ExecMode(i), i >= 0
-}
-
-// flags names the bits of a platform bitmask: bit i is names[i].
-type flags struct{ names []string }
-
-func (f flags) list(mask int) []string {
-	out := []string{}
-	for bit, n := range f.names {
-		if mask&(1<<bit) != 0 {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-func (f flags) parse(list []string) (int, bool) {
-	mask := 0
-	for _, n := range list {
-		i := index(f.names, n)
-		if i < 0 {
-			return mask, false
-		}
-		mask |= 1 << i
-	}
-	return mask, true
-}
+func ParseExecMode(s string) (ExecMode, bool) { return execModeNames.parse(s) }
 
 var (
-	fillFlags       = flags{[]string{"FOK", "IOC", "BOC"}}
-	expirationFlags = flags{timeTypeNames}
-	orderModeFlags  = flags{[]string{"MARKET", "LIMIT", "STOP", "STOP_LIMIT", "SL", "TP", "CLOSE_BY"}}
+	fillFlags       = flags[FillFlags]{"FOK", "IOC", "BOC"}
+	expirationFlags = flags[ExpirationFlags](timeTypeNames)
+	orderModeFlags  = flags[OrderMode]{"MARKET", "LIMIT", "STOP", "STOP_LIMIT", "SL", "TP", "CLOSE_BY"}
 )
 
 // FillFlags is the SYMBOL_FILLING_MODE bitmask (RETURN has no flag and is never listed).
@@ -104,13 +80,7 @@ const (
 )
 
 // Names lists the fill modes of the mask as the wire names them.
-func (f FillFlags) Names() []string { return fillFlags.list(int(f)) }
-
-// ParseFillFlags reads a list of fill mode names.
-func ParseFillFlags(list []string) (FillFlags, bool) {
-	m, ok := fillFlags.parse(list)
-	return FillFlags(m), ok
-}
+func (f FillFlags) Names() []string { return fillFlags.list(f) }
 
 // ExpirationFlags is the SYMBOL_EXPIRATION_MODE bitmask: bit t allows time type t.
 type ExpirationFlags int
@@ -129,13 +99,7 @@ func (f ExpirationFlags) Allows(t TimeType) bool {
 }
 
 // Names lists the times in force of the mask.
-func (f ExpirationFlags) Names() []string { return expirationFlags.list(int(f)) }
-
-// ParseExpirationFlags reads a list of time-in-force names.
-func ParseExpirationFlags(list []string) (ExpirationFlags, bool) {
-	m, ok := expirationFlags.parse(list)
-	return ExpirationFlags(m), ok
-}
+func (f ExpirationFlags) Names() []string { return expirationFlags.list(f) }
 
 // OrderMode is the SYMBOL_ORDER_MODE bitmask: one flag, or a set of them.
 type OrderMode int
@@ -153,33 +117,23 @@ const (
 
 // String names a single flag; a set prints its names joined by '|'.
 func (m OrderMode) String() string {
-	names := orderModeFlags.list(int(m))
+	names := orderModeFlags.list(m)
 	switch len(names) {
 	case 0:
 		return unknown(int(m))
 	case 1:
 		return names[0]
 	}
-	s := names[0]
-	for _, n := range names[1:] {
-		s += "|" + n
-	}
-	return s
+	return strings.Join(names, "|")
 }
 
 // Names lists the flags of the set.
-func (m OrderMode) Names() []string { return orderModeFlags.list(int(m)) }
+func (m OrderMode) Names() []string { return orderModeFlags.list(m) }
 
 // AllowsType reports whether order type t may be sent under the set.
 func (m OrderMode) AllowsType(t OrderType) bool {
 	mode := t.Mode()
 	return mode != 0 && m&mode != 0
-}
-
-// ParseOrderModes reads a list of order mode names.
-func ParseOrderModes(list []string) (OrderMode, bool) {
-	m, ok := orderModeFlags.parse(list)
-	return OrderMode(m), ok
 }
 
 // SwapMode is SYMBOL_SWAP_MODE_* (units: points for 1, 7, 8; base currency 2; margin currency
@@ -200,17 +154,11 @@ const (
 	SwapByProfitCurrency  SwapMode = 9
 )
 
-var swapModeNames = []string{"DISABLED", "BY_POINTS", "BY_SYMBOL_CURRENCY", "BY_MARGIN_CURRENCY",
+var swapModeNames = enum[SwapMode]{"DISABLED", "BY_POINTS", "BY_SYMBOL_CURRENCY", "BY_MARGIN_CURRENCY",
 	"BY_GROUP_CURRENCY", "BY_INTEREST_CURRENT", "BY_INTEREST_OPEN", "REOPEN_BY_CLOSE_PRICE", "REOPEN_BY_BID",
 	"BY_PROFIT_CURRENCY"}
 
-func (m SwapMode) String() string { return name(swapModeNames, int(m)) }
-
-// ParseSwapMode reads a swap mode name.
-func ParseSwapMode(s string) (SwapMode, bool) {
-	i := index(swapModeNames, s)
-	return SwapMode(i), i >= 0
-}
+func (m SwapMode) String() string { return swapModeNames.name(m) }
 
 // Weekday is a weekday, 0 Sunday .. 6 Saturday; as the triple-swap day, 7 is DISABLED.
 type Weekday int
@@ -227,12 +175,6 @@ const (
 	TripleDisabled Weekday = 7
 )
 
-var weekdayNames = []string{"SUNDAY", "MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY", "DISABLED"}
+var weekdayNames = enum[Weekday]{"SUNDAY", "MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY", "DISABLED"}
 
-func (w Weekday) String() string { return name(weekdayNames, int(w)) }
-
-// ParseWeekday reads a weekday name (or DISABLED).
-func ParseWeekday(s string) (Weekday, bool) {
-	i := index(weekdayNames, s)
-	return Weekday(i), i >= 0
-}
+func (w Weekday) String() string { return weekdayNames.name(w) }
