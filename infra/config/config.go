@@ -102,115 +102,104 @@ type Config struct {
 	Admission Admission
 }
 
+// setting is one flag with its TRADESVC_* variable and default, and how its text is read
+// into the Config field it sets.
 type setting struct {
-	flag, env, def, usage string
-	dst                   *string
+	flag, def, usage string
+	parse            func(name, raw string) error
 }
 
-func (c *Config) settings(raw map[string]*string) []setting {
-	s := func(flagName, def, usage string) setting {
-		v := new(string)
-		raw[flagName] = v
-		return setting{flag: flagName, env: "TRADESVC_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_")), def: def, usage: usage, dst: v}
-	}
+// env is the environment variable of a flag: TRADESVC_ and the flag in upper case.
+func (s setting) env() string {
+	return "TRADESVC_" + strings.ToUpper(strings.ReplaceAll(s.flag, "-", "_"))
+}
+
+// settings is every setting of the service, in one table: the field it sets, its flag, its
+// default and its usage. Adding a setting is a field of Config (or of Streams, Health,
+// Admission) and one line here.
+func (c *Config) settings() []setting {
+	st, h, a := &c.Streams, &c.Health, &c.Admission
 	return []setting{
-		s("listen", "127.0.0.1:8443", "HTTPS listen address of the gateway"),
-		s("run-dir", ".run", "directory for generated state (tls, master key, simulator data)"),
-		s("kafka-brokers", "127.0.0.1:19092", "comma-separated Kafka bootstrap brokers"),
-		s("topic-prefix", "", "prefix of every Kafka topic and consumer group"),
-		s("pg-url", "postgres://tradesvc@127.0.0.1:15432/tradesvc?sslmode=disable", "Postgres connection URL"),
-		s("ch-addr", "127.0.0.1:19000", "ClickHouse native protocol address"),
-		s("ch-database", "tradesvc", "ClickHouse database"),
-		s("tls-cert", "", "server certificate PEM (default: generated under run-dir/tls)"),
-		s("tls-key", "", "server key PEM (default: generated under run-dir/tls)"),
-		s("master-key", "", "master key encrypting API secrets: 64 hex digits or base64 (default: the master key file)"),
-		s("master-key-file", "", "file with the key that encrypts API secrets (default run-dir/master.key)"),
-		s("roles", strings.Join(AllRoles(), ","), "roles to run: "+strings.Join(AllRoles(), ",")),
-		s("rate-limit-store", RateLimitMemory, "where a gateway keeps the keys' rate-limit counters: memory (this gateway) or postgres (shared by every gateway)"),
-		s("metrics-listen", "127.0.0.1:9464", "address of the Prometheus metrics endpoint /metrics (empty: off)"),
-		s("sim-listen", "127.0.0.1:8444", "address of the simulator's network port and admin API"),
-		s("sim-addr", "", "remote simulator address for the executor (empty: embedded)"),
-		s("sim-seed", "", "simulator seed file (empty: embedded default seed)"),
-		s("sim-data-dir", "", "simulator journal directory (default run-dir/sim)"),
-		s("sim-fsync", "false", "the simulator fsyncs its journal before it answers (survives a machine crash; one disk flush per send)"),
-		s("log-level", "info", "log level: debug, info, warn, error"),
-		s("shutdown-timeout", "15s", "bound on a graceful stop: roles still running after it are abandoned and the process exits non-zero"),
-		s("dispatch-window", "60s", "how long a queued operation may wait to be sent before it is rejected (-1000)"),
-		s("send-timeout", "10s", "bound on one send to the trade server; also how long an unanswered attempt may still execute"),
-		s("quote-max-age", "30s", "oldest quote the gateway's price checks use"),
+		text(&c.Listen, "listen", "127.0.0.1:8443", "HTTPS listen address of the gateway"),
+		text(&c.RunDir, "run-dir", ".run", "directory for generated state (tls, master key, simulator data)"),
+		list(&c.KafkaBrokers, "kafka-brokers", "127.0.0.1:19092", "comma-separated Kafka bootstrap brokers"),
+		text(&c.TopicPrefix, "topic-prefix", "", "prefix of every Kafka topic and consumer group"),
+		text(&c.PGURL, "pg-url", "postgres://tradesvc@127.0.0.1:15432/tradesvc?sslmode=disable", "Postgres connection URL"),
+		text(&c.CHAddr, "ch-addr", "127.0.0.1:19000", "ClickHouse native protocol address"),
+		text(&c.CHDatabase, "ch-database", "tradesvc", "ClickHouse database"),
+		text(&c.TLSCert, "tls-cert", "", "server certificate PEM (default: generated under run-dir/tls)"),
+		text(&c.TLSKey, "tls-key", "", "server key PEM (default: generated under run-dir/tls)"),
+		text(&c.MasterKey, "master-key", "", "master key encrypting API secrets: 64 hex digits or base64 (default: the master key file)"),
+		text(&c.MasterKeyFile, "master-key-file", "", "file with the key that encrypts API secrets (default run-dir/master.key)"),
+		list(&c.Roles, "roles", strings.Join(AllRoles(), ","), "roles to run: "+strings.Join(AllRoles(), ",")),
+		text(&c.RateLimitStore, "rate-limit-store", RateLimitMemory, "where a gateway keeps the keys' rate-limit counters: memory (this gateway) or postgres (shared by every gateway)"),
+		text(&c.MetricsListen, "metrics-listen", "127.0.0.1:9464", "address of the Prometheus metrics endpoint /metrics (empty: off)"),
+		text(&c.SimListen, "sim-listen", "127.0.0.1:8444", "address of the simulator's network port and admin API"),
+		text(&c.SimAddr, "sim-addr", "", "remote simulator address for the executor (empty: embedded)"),
+		text(&c.SimSeed, "sim-seed", "", "simulator seed file (empty: embedded default seed)"),
+		text(&c.SimDataDir, "sim-data-dir", "", "simulator journal directory (default run-dir/sim)"),
+		boolean(&c.SimFsync, "sim-fsync", "false", "the simulator fsyncs its journal before it answers (survives a machine crash; one disk flush per send)"),
+		text(&c.LogLevel, "log-level", "info", "log level: debug, info, warn, error"),
+		duration(&c.ShutdownTimeout, "shutdown-timeout", "15s", "bound on a graceful stop: roles still running after it are abandoned and the process exits non-zero"),
+		duration(&c.DispatchWindow, "dispatch-window", "60s", "how long a queued operation may wait to be sent before it is rejected (-1000)"),
+		duration(&c.SendTimeout, "send-timeout", "10s", "bound on one send to the trade server; also how long an unanswered attempt may still execute"),
+		duration(&c.QuoteMaxAge, "quote-max-age", "30s", "oldest quote the gateway's price checks use"),
+
+		positive(&st.PingInterval, "ws-ping-interval", "3m", "WebSocket streams: server ping interval"),
+		positive(&st.PongTimeout, "ws-pong-timeout", "10m", "WebSocket streams: close a connection that answered no ping for this long"),
+		positive(&st.Lifetime, "ws-lifetime", "24h", "WebSocket streams: connection lifetime (close 1000)"),
+		count(&st.MaxConns, "ws-max-conns", "10000", "WebSocket streams: overall capacity of a gateway (beyond: HTTP 503, -1008)"),
+		count(&st.MaxConnsPerAddr, "ws-max-conns-per-addr", "20", "WebSocket streams: market-stream connections per client address"),
+		count(&st.SendQueue, "ws-send-queue", "1024", "WebSocket streams: frames queued per connection before it is closed with 1011"),
+		positive(&st.WriteTimeout, "ws-write-timeout", "10s", "WebSocket streams: drop a client that accepts nothing for this long"),
+		list(&st.DepthSymbols, "ws-depth-symbols", "", "WebSocket streams: comma-separated symbols whose @depth stream delivers"),
+		positive(&st.ListenKeyLifetime, "listen-key-lifetime", "60m", "user data stream: listen key lifetime from creation or keepalive"),
+		positive(&st.UserRecheck, "user-stream-recheck", "5s", "user data stream: how often a stream re-reads its listen key, scope and the trading switch"),
+		positive(&st.UserMaxLag, "user-stream-max-lag", "5s", "user data stream: close with 1011 once the service's intake for a login of the stream lags this long"),
+		positive(&st.ChangeRetention, "change-retention", "1h", "user data stream: how long the change feed's rows are kept (the projector prunes older ones)"),
+
+		positive(&h.Interval, "health-interval", "2s", "readiness: how often Kafka, Postgres, ClickHouse and the trade server are probed"),
+		nonNegative(&h.QuoteMaxAge, "ready-quote-max-age", "30s", "readiness: a gateway whose newest quote is older is not ready (0: no check)"),
+		positive(&h.ProjectionStall, "ready-projection-stall", "30s", "readiness: a projection behind the log that applied nothing for this long is stuck"),
+		count(&h.PoisonAttempts, "poison-attempts", "5", "times a message may fail the same way (its store reachable) before it is dead-lettered"),
+
+		count(&a.MaxInFlight, "admit-max-in-flight", "4000", "admission: operations awaiting their outcome past which new orders get -1008"),
+		positive(&a.MaxAge, "admit-max-age", "750ms", "admission: an operation awaiting its outcome longer is late"),
+		count(&a.StaleLimit, "admit-stale-limit", "100", "admission: late operations past which new orders get -1008"),
+		count(&a.RiskFactor, "admit-risk-factor", "4", "admission: how many times larger the bounds are for cancels, closes and sweeps"),
 	}
 }
 
-// Load reads flags from args (after the subcommand) over TRADESVC_* variables over defaults.
+// Load reads flags from args (after the subcommand) over TRADESVC_* variables over defaults,
+// and reports every value that cannot be read at once.
 func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, error) {
 	var c Config
-	raw := map[string]*string{}
-	set := append(append(append(c.settings(raw), streamSettings(raw)...), healthSettings(raw)...),
-		admissionSettings(raw)...)
-	for _, st := range set {
+	set := c.settings()
+	raw := make([]string, len(set))
+	for i, st := range set {
 		def := st.def
-		if v := getenv(st.env); v != "" {
+		if v := getenv(st.env()); v != "" {
 			def = v
 		}
-		fs.StringVar(st.dst, st.flag, def, st.usage+" (env "+st.env+")")
+		fs.StringVar(&raw[i], st.flag, def, st.usage+" (env "+st.env()+")")
 	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	get := func(name string) string { return strings.TrimSpace(*raw[name]) }
-	c.Listen = get("listen")
-	c.RunDir = get("run-dir")
-	c.KafkaBrokers = SplitList(get("kafka-brokers"))
-	c.TopicPrefix = get("topic-prefix")
-	c.PGURL = get("pg-url")
-	c.CHAddr = get("ch-addr")
-	c.CHDatabase = get("ch-database")
-	c.TLSCert = get("tls-cert")
-	c.TLSKey = get("tls-key")
-	c.MasterKey = get("master-key")
-	c.MasterKeyFile = get("master-key-file")
+	var errs []error
+	for i, st := range set {
+		if err := st.parse(st.flag, strings.TrimSpace(raw[i])); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
 	if c.MasterKeyFile == "" {
 		c.MasterKeyFile = filepath.Join(c.RunDir, "master.key")
 	}
-	c.Roles = SplitList(get("roles"))
-	c.RateLimitStore = get("rate-limit-store")
-	c.MetricsListen = get("metrics-listen")
-	c.SimListen = get("sim-listen")
-	c.SimAddr = get("sim-addr")
-	c.SimSeed = get("sim-seed")
-	c.SimDataDir = get("sim-data-dir")
-	switch v := get("sim-fsync"); v {
-	case "true", "false":
-		c.SimFsync = v == "true"
-	default:
-		return c, fmt.Errorf("sim-fsync %q: want true or false", v)
-	}
 	if c.SimDataDir == "" {
 		c.SimDataDir = filepath.Join(c.RunDir, "sim")
-	}
-	c.LogLevel = get("log-level")
-	d, err := time.ParseDuration(get("shutdown-timeout"))
-	if err != nil {
-		return c, fmt.Errorf("shutdown-timeout: %w", err)
-	}
-	c.ShutdownTimeout = d
-	if c.DispatchWindow, err = time.ParseDuration(get("dispatch-window")); err != nil {
-		return c, fmt.Errorf("dispatch-window: %w", err)
-	}
-	if c.SendTimeout, err = time.ParseDuration(get("send-timeout")); err != nil {
-		return c, fmt.Errorf("send-timeout: %w", err)
-	}
-	if c.QuoteMaxAge, err = time.ParseDuration(get("quote-max-age")); err != nil {
-		return c, fmt.Errorf("quote-max-age: %w", err)
-	}
-	if c.Streams, err = loadStreams(get); err != nil {
-		return c, err
-	}
-	if c.Health, err = loadHealth(get); err != nil {
-		return c, err
-	}
-	if c.Admission, err = loadAdmission(get); err != nil {
-		return c, err
 	}
 	return c, c.Validate()
 }
