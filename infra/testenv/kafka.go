@@ -33,28 +33,22 @@ func deleteTopics(t testing.TB, brokers []string, prefix string) {
 		return
 	}
 	defer admin.Close()
-	topics, err := admin.ListTopics()
-	if err != nil {
-		t.Logf("testenv: cannot list topics: %v", err)
-		return
-	}
-	for name := range topics {
-		if strings.HasPrefix(name, prefix) {
-			if err := admin.DeleteTopic(name); err != nil {
-				t.Logf("testenv: delete topic %s: %v", name, err)
-			}
-		}
-	}
+	deletePrefixed(t, prefix, "topic", admin.ListTopics, admin.DeleteTopic)
 	// infra/kafka prefixes consumer-group names too; drop the test's (now empty) groups.
-	groups, err := admin.ListConsumerGroups()
+	deletePrefixed(t, prefix, "consumer group", admin.ListConsumerGroups, admin.DeleteConsumerGroup)
+}
+
+// deletePrefixed deletes every listed name that carries prefix, logging what fails.
+func deletePrefixed[T any](t testing.TB, prefix, what string, list func() (map[string]T, error), del func(string) error) {
+	names, err := list()
 	if err != nil {
-		t.Logf("testenv: cannot list consumer groups: %v", err)
+		t.Logf("testenv: cannot list %ss: %v", what, err)
 		return
 	}
-	for name := range groups {
+	for name := range names {
 		if strings.HasPrefix(name, prefix) {
-			if err := admin.DeleteConsumerGroup(name); err != nil {
-				t.Logf("testenv: delete consumer group %s: %v", name, err)
+			if err := del(name); err != nil {
+				t.Logf("testenv: delete %s %s: %v", what, name, err)
 			}
 		}
 	}

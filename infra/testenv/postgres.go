@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"testing"
 	"time"
@@ -15,16 +16,8 @@ import (
 func PGDatabase(t testing.TB) string {
 	t.Helper()
 	base := PG(t)
-	name := Name(t)
-	adminExec(t, base, "CREATE DATABASE "+name)
-	t.Cleanup(func() { adminExec(t, base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
-
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("parse %s: %v", EnvPG, err)
-	}
-	u.Path = "/" + name
-	return u.String()
+	name := scratch(t, func(sql string) { adminExec(t, base, sql) }, "CREATE DATABASE %s", "DROP DATABASE IF EXISTS %s WITH (FORCE)")
+	return withURL(t, base, func(u *url.URL) { u.Path = "/" + name })
 }
 
 // PGSchema creates a fresh schema in the test database and returns a URL whose connections
@@ -33,30 +26,55 @@ func PGDatabase(t testing.TB) string {
 func PGSchema(t testing.TB) (connURL, schema string) {
 	t.Helper()
 	base := PG(t)
-	schema = Name(t)
-	adminExec(t, base, "CREATE SCHEMA "+schema)
-	t.Cleanup(func() { adminExec(t, base, "DROP SCHEMA IF EXISTS "+schema+" CASCADE") })
+	schema = scratch(t, func(sql string) { adminExec(t, base, sql) }, "CREATE SCHEMA %s", "DROP SCHEMA IF EXISTS %s CASCADE")
+	return withURL(t, base, func(u *url.URL) {
+		q := u.Query()
+		q.Set("search_path", schema) // pgx passes unknown URL parameters as run-time parameters
+		u.RawQuery = q.Encode()
+	}), schema
+}
 
+// withURL is the test Postgres URL base changed by edit.
+func withURL(t testing.TB, base string, edit func(*url.URL)) string {
+	t.Helper()
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatalf("parse %s: %v", EnvPG, err)
 	}
-	q := u.Query()
-	q.Set("search_path", schema) // pgx passes unknown URL parameters as run-time parameters
-	u.RawQuery = q.Encode()
-	return u.String(), schema
+	edit(u)
+	return u.String()
 }
 
 func adminExec(t testing.TB, connURL, sql string) {
 	t.Helper()
+	within30s(t, sql, func(ctx context.Context) error {
+		conn, err := pgx.Connect(ctx, connURL)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql)
+		return err
+	})
+}
+
+// scratch creates an object named for this test (a database, a schema) by running create
+// with exec, drops it with drop when the test ends, and returns its name.
+func scratch(t testing.TB, exec func(sql string), create, drop string) string {
+	t.Helper()
+	name := Name(t)
+	exec(fmt.Sprintf(create, name))
+	t.Cleanup(func() { exec(fmt.Sprintf(drop, name)) })
+	return name
+}
+
+// within30s runs a statement of the test setup, failing the test when it fails or takes more
+// than 30 seconds.
+func within30s(t testing.TB, what string, run func(ctx context.Context) error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, connURL)
-	if err != nil {
-		t.Fatalf("connect to test Postgres: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
+	if err := run(ctx); err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
 }
