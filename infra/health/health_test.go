@@ -181,7 +181,7 @@ func TestConsumersLagStuckAndParked(t *testing.T) {
 	if st.LagEvents != 0 || st.Failing || st.Stuck {
 		t.Fatalf("after applying again: %+v", st)
 	}
-	o.Parked(batch.Parked{Topic: "t", Partition: 0, Offset: 25, Err: errors.New("poison")})
+	o.Parked(batch.Parked{Origin: batch.Origin{Topic: "t", Partition: 0, Offset: 25}, Err: errors.New("poison")})
 	st = c.Status(clk.Now(), 30*time.Second)["projection.trading"]
 	if st.Parked != 1 || !strings.Contains(st.LastParked, "offset 25: poison") || len(parked) != 1 || parked[0] != "projection.trading t" {
 		t.Fatalf("after parking: %+v, sink %v", st, parked)

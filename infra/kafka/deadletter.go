@@ -126,29 +126,15 @@ type DeadLetter struct {
 	// DLQTopic and DLQOffset locate the parked record (its partition is 0).
 	DLQTopic  string
 	DLQOffset int64
-	// Group is the consumer group that parked it; Topic, Partition and Offset the original.
-	Group     string
-	Topic     string
-	Partition int32
-	Offset    int64
-	Key       []byte
-	Value     []byte
-	// Headers are the original message's headers.
-	Headers   []*sarama.RecordHeader
-	Error     string
-	Attempts  int
-	Timestamp time.Time
-	ParkedAt  time.Time
+	// Origin is the original message (its headers without the dlq.* ones) and the consumer
+	// group that parked it; Message re-applies it.
+	batch.Origin
+	Error    string
+	Attempts int
+	ParkedAt time.Time
 	// Replayed is set once `tradesvc dlq replay` re-applied it.
 	Replayed   bool
 	ReplayedAt time.Time
-}
-
-// Message is the parked message as a consumer received it, to re-apply it: the same topic,
-// partition, offset, key, bytes and headers.
-func (dl DeadLetter) Message() *sarama.ConsumerMessage {
-	return &sarama.ConsumerMessage{Topic: dl.Topic, Partition: dl.Partition, Offset: dl.Offset, Key: dl.Key,
-		Value: dl.Value, Headers: dl.Headers, Timestamp: dl.Timestamp}
 }
 
 // ReadDeadLetters reads the dead-letter topics (physical names) up to their end as it is now
@@ -233,8 +219,9 @@ func readDeadLetterTopic(ctx context.Context, client sarama.Client, consumer sar
 }
 
 func deadLetterOf(topic string, m *sarama.ConsumerMessage, h map[string]string) DeadLetter {
-	dl := DeadLetter{DLQTopic: topic, DLQOffset: m.Offset, Group: h[HeaderGroup], Topic: h[HeaderTopic],
-		Key: m.Key, Value: m.Value, Error: h[HeaderError], Timestamp: unixMs(h[HeaderTimestamp]), ParkedAt: unixMs(h[HeaderParkedAt])}
+	dl := DeadLetter{DLQTopic: topic, DLQOffset: m.Offset, Error: h[HeaderError], ParkedAt: unixMs(h[HeaderParkedAt]),
+		Origin: batch.Origin{Group: h[HeaderGroup], Topic: h[HeaderTopic], Key: m.Key, Value: m.Value,
+			Timestamp: unixMs(h[HeaderTimestamp])}}
 	if p, err := strconv.ParseInt(h[HeaderPartition], 10, 32); err == nil {
 		dl.Partition = int32(p)
 	}

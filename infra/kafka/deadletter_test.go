@@ -35,11 +35,11 @@ func TestDeadLettersParkReadAndMarkReplayed(t *testing.T) {
 	source := cfg.Topic(events.TopicTrades().Name)
 	logged := time.UnixMilli(1_799_999_999_000)
 	parked := []batch.Parked{
-		{Group: cfg.Topic("projection.trading"), Topic: source, Partition: 3, Offset: 41, Key: []byte("1001"),
+		{Origin: batch.Origin{Group: cfg.Topic("projection.trading"), Topic: source, Partition: 3, Offset: 41, Key: []byte("1001"),
 			Value: []byte("not json"), Headers: []*sarama.RecordHeader{{Key: []byte("origin"), Value: []byte("test")}},
-			Timestamp: logged, Err: errors.New("not an event envelope"), Attempts: 0},
-		{Group: cfg.Topic("projection.deals"), Topic: source, Partition: 5, Offset: 7, Key: []byte("1002"),
-			Value: []byte(`{"id":"x"}`), Timestamp: logged, Err: errors.New("check constraint"), Attempts: 5},
+			Timestamp: logged}, Err: errors.New("not an event envelope"), Attempts: 0},
+		{Origin: batch.Origin{Group: cfg.Topic("projection.deals"), Topic: source, Partition: 5, Offset: 7, Key: []byte("1002"),
+			Value: []byte(`{"id":"x"}`), Timestamp: logged}, Err: errors.New("check constraint"), Attempts: 5},
 	}
 	for _, p := range parked {
 		if err := dl.Park(ctx, p); err != nil {

@@ -13,9 +13,10 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// Parked is a message a consumer could not apply, as it goes to the dead-letter topic: the
-// original key, bytes and headers, where it came from, who failed on it and why.
-type Parked struct {
+// Origin is a message as its consumer received it, and who that consumer was: what a parked
+// message keeps of the original (its key, bytes, headers and log time, where it came from)
+// and what a re-application hands to the consumer again.
+type Origin struct {
 	// Group is the consumer group that failed on it (prefix included).
 	Group string
 	// Topic, Partition and Offset locate the original message.
@@ -27,6 +28,19 @@ type Parked struct {
 	Headers   []*sarama.RecordHeader
 	// Timestamp is the original message's log time.
 	Timestamp time.Time
+}
+
+// Message is the original message, to apply it again: the same topic, partition, offset,
+// key, bytes, headers and log time.
+func (o Origin) Message() *sarama.ConsumerMessage {
+	return &sarama.ConsumerMessage{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, Key: o.Key,
+		Value: o.Value, Headers: o.Headers, Timestamp: o.Timestamp}
+}
+
+// Parked is a message a consumer could not apply, as it goes to the dead-letter topic: the
+// original, and why it failed.
+type Parked struct {
+	Origin
 	// Err is why it was parked; Attempts how many times it was tried (0: undecodable).
 	Err      error
 	Attempts int
@@ -181,7 +195,8 @@ func (g *groupHandler) park(ctx context.Context, m Message, cause error, attempt
 			m.Topic, m.Partition, m.Offset, cause))
 		return false
 	}
-	p := Parked{Group: g.cfg.Group, Topic: m.Topic, Partition: m.Partition, Offset: m.Offset, Err: cause, Attempts: attempts}
+	p := Parked{Origin: Origin{Group: g.cfg.Group, Topic: m.Topic, Partition: m.Partition, Offset: m.Offset},
+		Err: cause, Attempts: attempts}
 	if r := m.raw; r != nil {
 		p.Key, p.Value, p.Headers, p.Timestamp = r.Key, r.Value, r.Headers, r.Timestamp
 	}
