@@ -1,4 +1,5 @@
-// Package wait has the one way the service pauses: for a while, or until its context ends.
+// Package wait has the one way the service pauses: for a while or until a signal, or until
+// its context ends.
 package wait
 
 import (
@@ -18,5 +19,16 @@ func For(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	case <-t.C:
 		return nil
+	}
+}
+
+// Until blocks until ch is closed (or receives), or ctx ends: then it returns ctx.Err(),
+// else nil.
+func Until(ctx context.Context, ch <-chan struct{}) error {
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

@@ -19,3 +19,16 @@ func TestForSleepsOrStopsWithItsContext(t *testing.T) {
 		t.Fatalf("For(1h) with its context cancelled = %v after %v", err, time.Since(start))
 	}
 }
+
+func TestUntilReturnsOnTheSignalOrWithItsContext(t *testing.T) {
+	ch := make(chan struct{})
+	time.AfterFunc(10*time.Millisecond, func() { close(ch) })
+	if err := Until(context.Background(), ch); err != nil {
+		t.Fatalf("Until(closed channel) = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(10*time.Millisecond, cancel)
+	if err := Until(ctx, make(chan struct{})); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Until with its context cancelled = %v", err)
+	}
+}

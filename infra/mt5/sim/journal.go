@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"tradesvc/infra/mt5"
+	"tradesvc/infra/wait"
 )
 
 // The journal is the simulator's durable state: one JSON record per line, each either a
@@ -210,10 +211,8 @@ func (j *journal) waitDurable(ctx context.Context, seq uint64) error {
 		}
 		ch := j.waitCh
 		j.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := wait.Until(ctx, ch); err != nil {
+			return err
 		}
 	}
 }
@@ -254,10 +253,8 @@ func (j *journal) read(ctx context.Context, after uint64, max int) ([]mt5.Fact, 
 		}
 		ch := j.waitCh
 		j.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if err := wait.Until(ctx, ch); err != nil {
+			return nil, err
 		}
 	}
 }

@@ -67,197 +67,184 @@ func (s *Sim) Ticks(ctx context.Context, after uint64, max int) ([]mt5.Tick, err
 	return s.ticks.read(ctx, after, max)
 }
 
-// ServerInfo implements mt5.TradeServer.
-func (s *Sim) ServerInfo(ctx context.Context) (mt5.ServerInfo, error) {
+// locked runs read under the engine lock, refusing while disconnected or closed.
+func locked[T any](s *Sim, read func() (T, error)) (T, error) {
 	if err := s.lockRead(); err != nil {
-		return mt5.ServerInfo{}, err
+		var zero T
+		return zero, err
 	}
 	defer s.mu.Unlock()
-	out := s.server
-	out.Time = s.nowMs()
-	return out, nil
+	return read()
+}
+
+// withAccount runs read on login's account under the engine lock.
+func withAccount[T any](s *Sim, login int64, read func(a *account) (T, error)) (T, error) {
+	a, err := s.lockAccount(login)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	defer s.mu.Unlock()
+	return read(a)
+}
+
+// ServerInfo implements mt5.TradeServer.
+func (s *Sim) ServerInfo(ctx context.Context) (mt5.ServerInfo, error) {
+	return locked(s, func() (mt5.ServerInfo, error) {
+		out := s.server
+		out.Time = s.nowMs()
+		return out, nil
+	})
 }
 
 // Symbols implements mt5.TradeServer.
 func (s *Sim) Symbols(ctx context.Context) ([]mt5.Symbol, error) {
-	if err := s.lockRead(); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	out := make([]mt5.Symbol, 0, len(s.symbolList))
-	for _, y := range s.symbolList {
-		out = append(out, y.spec)
-	}
-	return out, nil
+	return locked(s, func() ([]mt5.Symbol, error) {
+		out := make([]mt5.Symbol, 0, len(s.symbolList))
+		for _, y := range s.symbolList {
+			out = append(out, y.spec)
+		}
+		return out, nil
+	})
 }
 
 // Groups implements mt5.TradeServer.
 func (s *Sim) Groups(ctx context.Context) ([]mt5.Group, error) {
-	if err := s.lockRead(); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	return append([]mt5.Group(nil), s.groupList...), nil
+	return locked(s, func() ([]mt5.Group, error) { return append([]mt5.Group(nil), s.groupList...), nil })
 }
 
 // Accounts implements mt5.TradeServer.
 func (s *Sim) Accounts(ctx context.Context) ([]mt5.Account, error) {
-	if err := s.lockRead(); err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	out := make([]mt5.Account, 0, len(s.loginList))
-	for _, l := range s.loginList {
-		snap, err := s.accountSnapshot(s.accounts[l])
-		if err != nil {
-			return nil, err
+	return locked(s, func() ([]mt5.Account, error) {
+		out := make([]mt5.Account, 0, len(s.loginList))
+		for _, l := range s.loginList {
+			snap, err := s.accountSnapshot(s.accounts[l])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, snap)
 		}
-		out = append(out, snap)
-	}
-	return out, nil
+		return out, nil
+	})
 }
 
 // Account implements mt5.TradeServer.
 func (s *Sim) Account(ctx context.Context, login int64) (mt5.Account, error) {
-	a, err := s.lockAccount(login)
-	if err != nil {
-		return mt5.Account{}, err
-	}
-	defer s.mu.Unlock()
-	return s.accountSnapshot(a)
+	return withAccount(s, login, s.accountSnapshot)
 }
 
 // OpenOrders implements mt5.TradeServer.
 func (s *Sim) OpenOrders(ctx context.Context, login int64) ([]mt5.Order, error) {
-	a, err := s.lockAccount(login)
-	if err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	out := make([]mt5.Order, 0, len(a.orders))
-	for _, o := range a.orders {
-		out = append(out, o.Order)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Ticket < out[j].Ticket })
-	return out, nil
+	return withAccount(s, login, func(a *account) ([]mt5.Order, error) {
+		out := make([]mt5.Order, 0, len(a.orders))
+		for _, o := range a.orders {
+			out = append(out, o.Order)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Ticket < out[j].Ticket })
+		return out, nil
+	})
 }
 
 // Positions implements mt5.TradeServer.
 func (s *Sim) Positions(ctx context.Context, login int64) ([]mt5.Position, error) {
-	a, err := s.lockAccount(login)
-	if err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	out := make([]mt5.Position, 0, len(a.positions))
-	for _, p := range a.positions {
-		snap, err := s.positionSnapshot(p)
-		if err != nil {
-			return nil, err
+	return withAccount(s, login, func(a *account) ([]mt5.Position, error) {
+		out := make([]mt5.Position, 0, len(a.positions))
+		for _, p := range a.positions {
+			snap, err := s.positionSnapshot(p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, snap)
 		}
-		out = append(out, snap)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Ticket < out[j].Ticket })
-	return out, nil
+		sort.Slice(out, func(i, j int) bool { return out[i].Ticket < out[j].Ticket })
+		return out, nil
+	})
 }
 
 // OrderHistory implements mt5.TradeServer.
 func (s *Sim) OrderHistory(ctx context.Context, login int64, from, to int64) ([]mt5.Order, error) {
-	a, err := s.lockAccount(login)
-	if err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	var out []mt5.Order
-	for _, o := range a.hist {
-		if o.TimeSetup >= from && o.TimeSetup <= to {
-			out = append(out, *o)
+	return withAccount(s, login, func(a *account) ([]mt5.Order, error) {
+		var out []mt5.Order
+		for _, o := range a.hist {
+			if o.TimeSetup >= from && o.TimeSetup <= to {
+				out = append(out, *o)
+			}
 		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].TimeSetup < out[j].TimeSetup })
-	return out, nil
+		sort.SliceStable(out, func(i, j int) bool { return out[i].TimeSetup < out[j].TimeSetup })
+		return out, nil
+	})
 }
 
 // DealHistory implements mt5.TradeServer. Under the shortfalls fault it is empty, as the
 // staging server's deal history is.
 func (s *Sim) DealHistory(ctx context.Context, login int64, from, to int64) ([]mt5.Deal, error) {
-	a, err := s.lockAccount(login)
-	if err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	out := []mt5.Deal{}
-	if s.fault.Mode == FaultShortfalls {
-		return out, nil
-	}
-	for _, d := range a.deals {
-		if d.Time >= from && d.Time <= to {
-			out = append(out, *d)
+	return withAccount(s, login, func(a *account) ([]mt5.Deal, error) {
+		out := []mt5.Deal{}
+		if s.fault.Mode == FaultShortfalls {
+			return out, nil
 		}
-	}
-	return out, nil
+		for _, d := range a.deals {
+			if d.Time >= from && d.Time <= to {
+				out = append(out, *d)
+			}
+		}
+		return out, nil
+	})
 }
 
 // OrdersByTag implements mt5.TradeServer: the tag is the last seven characters of the comment.
 // Under the shortfalls fault it is empty: the staging server cannot look orders up by tag
 // (which is why a pending order there is only ever known from the facts).
 func (s *Sim) OrdersByTag(ctx context.Context, login int64, tag string) ([]mt5.Order, error) {
-	a, err := s.lockAccount(login)
-	if err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	var out []mt5.Order
-	if s.fault.Mode == FaultShortfalls {
-		return out, nil
-	}
-	for _, t := range a.orderTags[tag] {
-		if o := a.orders[t]; o != nil {
-			out = append(out, o.Order)
-		} else if h := a.histByTkt[t]; h != nil {
-			out = append(out, *h)
+	return withAccount(s, login, func(a *account) ([]mt5.Order, error) {
+		var out []mt5.Order
+		if s.fault.Mode == FaultShortfalls {
+			return out, nil
 		}
-	}
-	return out, nil
+		for _, t := range a.orderTags[tag] {
+			if o := a.orders[t]; o != nil {
+				out = append(out, o.Order)
+			} else if h := a.histByTkt[t]; h != nil {
+				out = append(out, *h)
+			}
+		}
+		return out, nil
+	})
 }
 
 // DealsByTag implements mt5.TradeServer.
 func (s *Sim) DealsByTag(ctx context.Context, login int64, tag string) ([]mt5.Deal, error) {
-	a, err := s.lockAccount(login)
-	if err != nil {
-		return nil, err
-	}
-	defer s.mu.Unlock()
-	var out []mt5.Deal
-	for _, d := range a.dealTags[tag] {
-		out = append(out, *d)
-	}
-	return out, nil
+	return withAccount(s, login, func(a *account) ([]mt5.Deal, error) {
+		var out []mt5.Deal
+		for _, d := range a.dealTags[tag] {
+			out = append(out, *d)
+		}
+		return out, nil
+	})
 }
 
 // Quote implements mt5.TradeServer.
 func (s *Sim) Quote(ctx context.Context, symbol string) (mt5.Tick, error) {
-	if err := s.lockRead(); err != nil {
-		return mt5.Tick{}, err
-	}
-	defer s.mu.Unlock()
-	y := s.symbols[symbol]
-	if y == nil {
-		return mt5.Tick{}, mt5.ErrUnknownSymbol
-	}
-	if !y.hasQuote {
-		return mt5.Tick{}, mt5.ErrNoQuote
-	}
-	return mt5.Tick{Seq: y.lastSeq, Symbol: symbol, Bid: y.bid, Ask: y.ask, Last: y.bid, Volume: 0,
-		BidDirection: y.bidDir, AskDirection: y.askDir, Time: y.tickTime, Held: y.held}, nil
+	return locked(s, func() (mt5.Tick, error) {
+		y := s.symbols[symbol]
+		if y == nil {
+			return mt5.Tick{}, mt5.ErrUnknownSymbol
+		}
+		if !y.hasQuote {
+			return mt5.Tick{}, mt5.ErrNoQuote
+		}
+		return mt5.Tick{Seq: y.lastSeq, Symbol: symbol, Bid: y.bid, Ask: y.ask, Last: y.bid, Volume: 0,
+			BidDirection: y.bidDir, AskDirection: y.askDir, Time: y.tickTime, Held: y.held}, nil
+	})
 }
 
 // DayStats implements mt5.TradeServer.
 func (s *Sim) DayStats(ctx context.Context, symbol string) (mt5.DayStats, error) {
-	if err := s.lockRead(); err != nil {
-		return mt5.DayStats{}, err
-	}
-	defer s.mu.Unlock()
+	return locked(s, func() (mt5.DayStats, error) { return s.dayStats(symbol) })
+}
+
+// dayStats computes a symbol's statistics of the day; the engine lock is held.
+func (s *Sim) dayStats(symbol string) (mt5.DayStats, error) {
 	y := s.symbols[symbol]
 	if y == nil {
 		return mt5.DayStats{}, mt5.ErrUnknownSymbol

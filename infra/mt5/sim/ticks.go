@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/apd/v3"
 
 	"tradesvc/infra/mt5"
+	"tradesvc/infra/wait"
 )
 
 // tickRing keeps the newest ticks for the tick feed. Ticks are market data, not trade
@@ -64,10 +65,8 @@ func (r *tickRing) read(ctx context.Context, after uint64, max int) ([]mt5.Tick,
 		}
 		ch := r.wake
 		r.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if err := wait.Until(ctx, ch); err != nil {
+			return nil, err
 		}
 	}
 }
