@@ -298,60 +298,75 @@ func decodeOrderRef(p paramGetter) (command.OrderRef, error) {
 	return command.OrderRef{OrderID: id, OrigClientOrderID: orig}, nil
 }
 
+// decodePlaceOrder reads POST /v1/order (decodeOrder).
+func decodePlaceOrder(b command.Base, r *Request) (command.PlaceOrder, error) {
+	o, err := decodeOrder(r.Params, r.Now)
+	return command.PlaceOrder{Base: b, Order: o}, err
+}
+
+// decodeCancelOrder reads DELETE /v1/order: the order (decodeOrderRef).
+func decodeCancelOrder(b command.Base, r *Request) (command.CancelOrder, error) {
+	ref, err := decodeOrderRef(r.Params)
+	return command.CancelOrder{Base: b, Target: ref}, err
+}
+
 // decodeModifyOrder reads PUT /v1/order: the order, then the new values (a value not sent
 // keeps the order's).
-func decodeModifyOrder(p paramGetter, cmd *command.ModifyOrder) error {
+func decodeModifyOrder(b command.Base, r *Request) (command.ModifyOrder, error) {
+	p, cmd := r.Params, command.ModifyOrder{Base: b}
 	var err error
 	if cmd.Target, err = decodeOrderRef(p); err != nil {
-		return err
+		return cmd, err
 	}
 	if cmd.Price, err = positiveParam(p, "price", "Price"); err != nil {
-		return err
+		return cmd, err
 	}
 	if _, sent := p.Get("stopLimitPrice"); sent {
 		cmd.StopLimitPrice.Sent = true
 		if cmd.StopLimitPrice.Value, err = decimalParam(p, "stopLimitPrice"); err != nil {
-			return err
+			return cmd, err
 		}
 	}
 	if cmd.SL, cmd.TP, err = stops(p); err != nil {
-		return err
+		return cmd, err
 	}
 	if name, ok := optional(p, "timeInForce"); ok {
 		tif, known := trading.ParseTimeInForce(name)
 		if !known {
-			return errInvalidTIF
+			return cmd, errInvalidTIF
 		}
 		cmd.TimeInForce = &tif
 	}
 	cmd.Expiration, err = int64Param(p, "expiration")
-	return err
+	return cmd, err
 }
 
 // decodeClosePosition reads DELETE /v1/position: volume (> 0, -4003) and positionId.
-func decodeClosePosition(p paramGetter, cmd *command.ClosePosition) error {
+func decodeClosePosition(b command.Base, r *Request) (command.ClosePosition, error) {
+	p, cmd := r.Params, command.ClosePosition{Base: b}
 	var err error
 	if cmd.Volume, err = decimalParam(p, "volume"); err != nil {
-		return err
+		return cmd, err
 	}
 	if cmd.Volume != nil && cmd.Volume.Sign() <= 0 {
-		return events.Reject(events.CodeVolumeNotPositive, "Volume must be greater than 0.")
+		return cmd, events.Reject(events.CodeVolumeNotPositive, "Volume must be greater than 0.")
 	}
 	cmd.PositionID, err = ticketParam(p, "positionId")
-	return err
+	return cmd, err
 }
 
 // decodeModifyPosition reads PUT /v1/position: sl and/or tp (neither: -1102), positionId.
-func decodeModifyPosition(p paramGetter, cmd *command.ModifyPosition) error {
+func decodeModifyPosition(b command.Base, r *Request) (command.ModifyPosition, error) {
+	p, cmd := r.Params, command.ModifyPosition{Base: b}
 	var err error
 	if cmd.SL, cmd.TP, err = stops(p); err != nil {
-		return err
+		return cmd, err
 	}
 	if !cmd.SL.Sent && !cmd.TP.Sent {
-		return events.Reject(events.CodeMandatoryParam, "Mandatory parameter 'sl' or 'tp' was not sent, was empty/null, or malformed.")
+		return cmd, events.Reject(events.CodeMandatoryParam, "Mandatory parameter 'sl' or 'tp' was not sent, was empty/null, or malformed.")
 	}
 	cmd.PositionID, err = ticketParam(p, "positionId")
-	return err
+	return cmd, err
 }
 
 var (

@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"context"
 	"strconv"
+
+	"github.com/gofiber/fiber/v2"
 )
 
 // registerReads registers every read endpoint on the application's query handlers.
@@ -11,6 +14,22 @@ func (s *Server) registerReads() {
 	s.registerAccount(s.app.Queries)
 	s.registerOrders(s.app.Queries)
 	s.registerTrade()
+}
+
+// answer is a read endpoint's handler: query reads the query from the request (a malformed
+// parameter is the answer), handle answers it, and its result is the JSON body.
+func answer[Q, R any](query func(*Request) (Q, error), handle func(context.Context, Q) (R, error)) HandlerFunc {
+	return func(c *fiber.Ctx, r *Request) error {
+		q, err := query(r)
+		if err != nil {
+			return err
+		}
+		res, err := handle(c.UserContext(), q)
+		if err != nil {
+			return err
+		}
+		return c.JSON(&res)
+	}
 }
 
 // weightBySymbol is the weight of the ticker endpoints: one value with symbol, another without.

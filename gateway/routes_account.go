@@ -13,19 +13,8 @@ import (
 // only the key's active accounts and takes no login.
 func (s *Server) registerAccount(h query.Handlers) {
 	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/account", Security: SecUserData, AccountScoped: true},
-		func(c *fiber.Ctx, r *Request) error {
-			res, err := h.Account.Handle(c.UserContext(), query.AccountQuery{Login: r.Login})
-			if err != nil {
-				return err
-			}
-			return c.JSON(&res)
-		})
+		answer(func(r *Request) (query.AccountQuery, error) { return query.AccountQuery{Login: r.Login}, nil }, h.Account.Handle))
 	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/accounts", Security: SecUserData, Weight: fixed(5)},
-		func(c *fiber.Ctx, r *Request) error {
-			res, err := h.Accounts.Handle(c.UserContext(), query.AccountsQuery{Logins: r.Key.Logins})
-			if err != nil {
-				return err
-			}
-			return c.JSON(res)
-		})
+		answer(func(r *Request) (query.AccountsQuery, error) { return query.AccountsQuery{Logins: r.Key.Logins}, nil },
+			h.Accounts.Handle))
 }

@@ -21,28 +21,21 @@ func (s *Server) registerGeneral(h query.Handlers) {
 		}{r.Now.UnixMilli()})
 	})
 	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/exchangeInfo", Security: SecNone, Weight: fixed(10)},
-		func(c *fiber.Ctx, r *Request) error {
+		answer(func(r *Request) (query.ExchangeInfoQuery, error) {
 			names, err := exchangeInfoSymbols(r.Params)
-			if err != nil {
-				return err
-			}
 			lim := s.cfg.Limits
 			if r.auth != nil {
 				lim = r.auth.limits.Or(s.cfg.Limits)
 			}
-			res, err := h.ExchangeInfo.Handle(c.UserContext(), query.ExchangeInfoQuery{
+			return query.ExchangeInfoQuery{
 				Symbols: names, Now: r.Now.UnixMilli(),
 				RateLimits: []query.RateLimit{
 					{RateLimitType: "REQUEST_WEIGHT", Interval: "MINUTE", IntervalNum: 1, Limit: lim.WeightPerMinute},
 					{RateLimitType: "ORDERS", Interval: "SECOND", IntervalNum: 10, Limit: lim.Orders10s},
 					{RateLimitType: "ORDERS", Interval: "MINUTE", IntervalNum: 1, Limit: lim.Orders1m},
 				},
-			})
-			if err != nil {
-				return err
-			}
-			return c.JSON(&res)
-		})
+			}, err
+		}, h.ExchangeInfo.Handle))
 }
 
 // exchangeInfoSymbols reads symbol / symbols: sending both is -1128 (an invalid combination

@@ -15,33 +15,16 @@ func (s *Server) registerMarket(h query.Handlers) {
 	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/ticker/24hr", Security: SecMarketData, Weight: weightBySymbol(1, 20)},
 		oneOrAll(h.Ticker24hr))
 	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/klines", Security: SecMarketData, Weight: klinesWeight},
-		func(c *fiber.Ctx, r *Request) error {
-			q, err := klinesQuery(r)
-			if err != nil {
-				return err
-			}
-			res, err := h.Klines.Handle(c.UserContext(), q)
-			if err != nil {
-				return err
-			}
-			return c.JSON(res)
-		})
+		answer(klinesQuery, h.Klines.Handle))
 	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/ticks", Security: SecMarketData, Weight: fixed(2)},
-		func(c *fiber.Ctx, r *Request) error {
+		answer(func(r *Request) (query.TicksQuery, error) {
 			sym, err := r.Params.Required("symbol")
 			if err != nil {
-				return err
+				return query.TicksQuery{}, err
 			}
 			limit, err := r.Params.OptionalIntRange("limit", 1, query.TicksMaxLimit)
-			if err != nil {
-				return err
-			}
-			res, err := h.Ticks.Handle(c.UserContext(), query.TicksQuery{Symbol: sym, Limit: limit})
-			if err != nil {
-				return err
-			}
-			return c.JSON(res)
-		})
+			return query.TicksQuery{Symbol: sym, Limit: limit}, err
+		}, h.Ticks.Handle))
 }
 
 // oneOrAll answers a market read whose symbol is optional: the object of that symbol, or the

@@ -17,69 +17,39 @@ func (s *Server) registerOrders(h query.Handlers) {
 		return Endpoint{Method: fiber.MethodGet, Path: path, Security: SecUserData, AccountScoped: true, RequireAccount: true,
 			Weight: fixed(weight)}
 	}
-	s.Handle(userData("/v1/order", 1), func(c *fiber.Ctx, r *Request) error {
+	s.Handle(userData("/v1/order", 1), answer(func(r *Request) (query.OrderQuery, error) {
 		id, err := r.Params.OptionalInt64("orderId")
-		if err != nil {
-			return err
-		}
-		res, err := h.Order.Handle(c.UserContext(), query.OrderQuery{Login: r.Login, APIKeyID: keyID(r), OrderID: id,
-			OrigClientOrderID: r.Params.Optional("origClientOrderId")})
-		if err != nil {
-			return err
-		}
-		return c.JSON(&res)
-	})
-	s.Handle(userData("/v1/openOrders", 1), func(c *fiber.Ctx, r *Request) error {
-		res, err := h.OpenOrders.Handle(c.UserContext(), query.OpenOrdersQuery{Login: r.Login, APIKeyID: keyID(r),
-			Symbol: r.Params.Optional("symbol")})
-		if err != nil {
-			return err
-		}
-		return c.JSON(res)
-	})
-	s.Handle(userData("/v1/allOrders", 5), func(c *fiber.Ctx, r *Request) error {
+		return query.OrderQuery{Login: r.Login, APIKeyID: keyID(r), OrderID: id,
+			OrigClientOrderID: r.Params.Optional("origClientOrderId")}, err
+	}, h.Order.Handle))
+	s.Handle(userData("/v1/openOrders", 1), answer(func(r *Request) (query.OpenOrdersQuery, error) {
+		return query.OpenOrdersQuery{Login: r.Login, APIKeyID: keyID(r), Symbol: r.Params.Optional("symbol")}, nil
+	}, h.OpenOrders.Handle))
+	s.Handle(userData("/v1/allOrders", 5), answer(func(r *Request) (query.AllOrdersQuery, error) {
 		q := query.AllOrdersQuery{Login: r.Login, APIKeyID: keyID(r), Symbol: r.Params.Optional("symbol"),
 			Now: r.Now.UnixMilli()}
 		var err error
-		if q.OrderID, err = r.Params.OptionalInt64("orderId"); err != nil {
-			return err
-		}
-		if q.StartTime, q.EndTime, q.Limit, err = historyParams(r.Params); err != nil {
-			return err
-		}
-		res, err := h.AllOrders.Handle(c.UserContext(), q)
-		if err != nil {
-			return err
-		}
-		return c.JSON(res)
-	})
-	s.Handle(userData("/v1/positions", 1), func(c *fiber.Ctx, r *Request) error {
-		res, err := h.Positions.Handle(c.UserContext(), query.PositionsQuery{Login: r.Login, Symbol: r.Params.Optional("symbol")})
-		if err != nil {
-			return err
-		}
-		return c.JSON(res)
-	})
-	s.Handle(userData("/v1/userTrades", 5), func(c *fiber.Ctx, r *Request) error {
+		q.OrderID, q.StartTime, q.EndTime, q.Limit, err = historyParams(r.Params, "orderId")
+		return q, err
+	}, h.AllOrders.Handle))
+	s.Handle(userData("/v1/positions", 1), answer(func(r *Request) (query.PositionsQuery, error) {
+		return query.PositionsQuery{Login: r.Login, Symbol: r.Params.Optional("symbol")}, nil
+	}, h.Positions.Handle))
+	s.Handle(userData("/v1/userTrades", 5), answer(func(r *Request) (query.UserTradesQuery, error) {
 		q := query.UserTradesQuery{Login: r.Login, Symbol: r.Params.Optional("symbol"), Now: r.Now.UnixMilli()}
 		var err error
-		if q.FromID, err = r.Params.OptionalInt64("fromId"); err != nil {
-			return err
-		}
-		if q.StartTime, q.EndTime, q.Limit, err = historyParams(r.Params); err != nil {
-			return err
-		}
-		res, err := h.UserTrades.Handle(c.UserContext(), q)
-		if err != nil {
-			return err
-		}
-		return c.JSON(res)
-	})
+		q.FromID, q.StartTime, q.EndTime, q.Limit, err = historyParams(r.Params, "fromId")
+		return q, err
+	}, h.UserTrades.Handle))
 }
 
-// historyParams reads the window and limit of the history endpoints: times integers
-// (-1130), limit 1..1000 (-1130; 0 when not sent, the handler's default).
-func historyParams(p *Params) (start, end *int64, limit int, err error) {
+// historyParams reads the parameters of the history endpoints: the id they start from
+// (idParam) and the times, integers (-1130), and the limit, 1..1000 (-1130; 0 when not sent,
+// the handler's default).
+func historyParams(p *Params, idParam string) (id, start, end *int64, limit int, err error) {
+	if id, err = p.OptionalInt64(idParam); err != nil {
+		return
+	}
 	if start, err = p.OptionalInt64("startTime"); err != nil {
 		return
 	}

@@ -23,74 +23,13 @@ const WaitLimit = 5 * time.Second
 // from its client order id's record when it is a retry.
 func (s *Server) registerTrade() {
 	cmds := &s.app.Commands
-	s.Handle(TradeEndpoint(fiber.MethodPost, "/v1/order", trading.KindPlaceOrder, 1), func(c *fiber.Ctx, r *Request) error {
-		b, err := s.base(c, r)
-		if err != nil {
-			return err
-		}
-		rt, err := respType(r.Params)
-		if err != nil {
-			return s.refused(c, b, trading.KindPlaceOrder, err, false)
-		}
-		o, err := decodeOrder(r.Params, r.Now)
-		if err != nil {
-			return s.refused(c, b, trading.KindPlaceOrder, err, rt == respRESULT)
-		}
-		res, err := cmds.PlaceOrder.Handle(c.UserContext(), command.PlaceOrder{Base: b, Order: o})
-		return s.reply(c, res, err, rt == respRESULT)
-	})
-	s.Handle(TradeEndpoint(fiber.MethodPut, "/v1/order", trading.KindModifyOrder, 1), func(c *fiber.Ctx, r *Request) error {
-		b, err := s.base(c, r)
-		if err != nil {
-			return err
-		}
-		cmd := command.ModifyOrder{Base: b}
-		if err := decodeModifyOrder(r.Params, &cmd); err != nil {
-			return s.refused(c, b, trading.KindModifyOrder, err, true)
-		}
-		res, err := cmds.ModifyOrder.Handle(c.UserContext(), cmd)
-		return s.reply(c, res, err, true)
-	})
-	s.Handle(TradeEndpoint(fiber.MethodDelete, "/v1/order", trading.KindCancelOrder, 1), func(c *fiber.Ctx, r *Request) error {
-		b, err := s.base(c, r)
-		if err != nil {
-			return err
-		}
-		ref, err := decodeOrderRef(r.Params)
-		if err != nil {
-			return s.refused(c, b, trading.KindCancelOrder, err, true)
-		}
-		res, err := cmds.CancelOrder.Handle(c.UserContext(), command.CancelOrder{Base: b, Target: ref})
-		return s.reply(c, res, err, true)
-	})
-	s.Handle(TradeEndpoint(fiber.MethodPut, "/v1/position", trading.KindModifyPosition, 1), func(c *fiber.Ctx, r *Request) error {
-		b, err := s.base(c, r)
-		if err != nil {
-			return err
-		}
-		cmd := command.ModifyPosition{Base: b}
-		if err := decodeModifyPosition(r.Params, &cmd); err != nil {
-			return s.refused(c, b, trading.KindModifyPosition, err, true)
-		}
-		res, err := cmds.ModifyPosition.Handle(c.UserContext(), cmd)
-		return s.reply(c, res, err, true)
-	})
-	s.Handle(TradeEndpoint(fiber.MethodDelete, "/v1/position", trading.KindClosePosition, 1), func(c *fiber.Ctx, r *Request) error {
-		b, err := s.base(c, r)
-		if err != nil {
-			return err
-		}
-		rt, err := respType(r.Params)
-		if err != nil {
-			return s.refused(c, b, trading.KindClosePosition, err, false)
-		}
-		cmd := command.ClosePosition{Base: b}
-		if err := decodeClosePosition(r.Params, &cmd); err != nil {
-			return s.refused(c, b, trading.KindClosePosition, err, rt == respRESULT)
-		}
-		res, err := cmds.ClosePosition.Handle(c.UserContext(), cmd)
-		return s.reply(c, res, err, rt == respRESULT)
-	})
+	operation(s, fiber.MethodPost, "/v1/order", trading.KindPlaceOrder, askedToWait, decodePlaceOrder, cmds.PlaceOrder.Handle)
+	operation(s, fiber.MethodPut, "/v1/order", trading.KindModifyOrder, alwaysWaits, decodeModifyOrder, cmds.ModifyOrder.Handle)
+	operation(s, fiber.MethodDelete, "/v1/order", trading.KindCancelOrder, alwaysWaits, decodeCancelOrder, cmds.CancelOrder.Handle)
+	operation(s, fiber.MethodPut, "/v1/position", trading.KindModifyPosition, alwaysWaits, decodeModifyPosition,
+		cmds.ModifyPosition.Handle)
+	operation(s, fiber.MethodDelete, "/v1/position", trading.KindClosePosition, askedToWait, decodeClosePosition,
+		cmds.ClosePosition.Handle)
 	closeAll := TradeEndpoint(fiber.MethodDelete, "/v1/allOpenPositions", trading.KindCloseAll, 1)
 	closeAll.Weight = fixed(5)
 	s.Handle(closeAll, func(c *fiber.Ctx, r *Request) error {
@@ -127,6 +66,41 @@ func (s *Server) registerTrade() {
 			}
 			return c.JSON(s.answerBatch(c.UserContext(), slots, rt == respRESULT))
 		})
+}
+
+// Whether an operation's endpoint waits for its answer.
+const (
+	alwaysWaits = true  // modifications and cancels: their answer is the operation's outcome
+	askedToWait = false // placements and closes: when newOrderRespType is RESULT
+)
+
+// operation registers the TRADE endpoint of one operation kind: read the base, decode the
+// command C (a request that cannot be decoded is answered from its client order id's record
+// when it is a retry), hand it to its handler and reply, after waiting for the answer when
+// the endpoint always waits or the client asked for RESULT (an unreadable newOrderRespType is
+// refused without waiting).
+func operation[C any](s *Server, method, path string, kind trading.Kind, waits bool,
+	decode func(command.Base, *Request) (C, error), handle func(context.Context, C) (command.Result, error)) {
+	s.Handle(TradeEndpoint(method, path, kind, 1), func(c *fiber.Ctx, r *Request) error {
+		b, err := s.base(c, r)
+		if err != nil {
+			return err
+		}
+		wait := waits
+		if !waits {
+			rt, err := respType(r.Params)
+			if err != nil {
+				return s.refused(c, b, kind, err, false)
+			}
+			wait = rt == respRESULT
+		}
+		cmd, err := decode(b, r)
+		if err != nil {
+			return s.refused(c, b, kind, err, wait)
+		}
+		res, err := handle(c.UserContext(), cmd)
+		return s.reply(c, res, err, wait)
+	})
 }
 
 // base reads what every operation carries: the caller, the checked login and account, and

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,46 +17,90 @@ import (
 	"tradesvc/query"
 )
 
+// table is the store behind the fakes: rows by key, safe for concurrent use, and a failure
+// that every read returns while it is set.
+type table[K comparable, V any] struct {
+	mu   sync.RWMutex
+	rows map[K]V
+	fail error
+	key  func(V) K
+}
+
+func newTable[K comparable, V any](key func(V) K, rows []V) *table[K, V] {
+	t := &table[K, V]{rows: map[K]V{}, key: key}
+	for _, v := range rows {
+		t.Put(v)
+	}
+	return t
+}
+
+// Put adds or replaces a row.
+func (t *table[K, V]) Put(v V) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.rows[t.key(v)] = v
+}
+
+// Fail makes every read return err (nil restores).
+func (t *table[K, V]) Fail(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.fail = err
+}
+
+// read runs fn on the rows under the read lock, unless a failure is set.
+func (t *table[K, V]) read(fn func(rows map[K]V)) error {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.fail != nil {
+		return t.fail
+	}
+	fn(t.rows)
+	return nil
+}
+
+// get reads the row of k.
+func (t *table[K, V]) get(k K) (v V, ok bool, err error) {
+	err = t.read(func(rows map[K]V) { v, ok = rows[k] })
+	return v, ok, err
+}
+
+// values lists every row, in no order (never nil).
+func (t *table[K, V]) values() ([]V, error) {
+	var out []V
+	err := t.read(func(rows map[K]V) { out = slices.AppendSeq(make([]V, 0, len(rows)), maps.Values(rows)) })
+	return out, err
+}
+
+// one and all read the tables of the in-memory readers, which have no failure to report.
+func (t *table[K, V]) one(k K) (V, bool) {
+	v, ok, _ := t.get(k)
+	return v, ok
+}
+
+func (t *table[K, V]) all() []V {
+	out, _ := t.values()
+	return out
+}
+
 // Keys is an in-memory gateway.KeyStore. Lookups counts calls (to observe caching).
 type Keys struct {
-	mu      sync.Mutex
-	keys    map[string]gateway.Key
-	fail    error
+	*table[string, gateway.Key]
 	Lookups atomic.Int64
 }
 
 // NewKeys returns a store holding keys.
 func NewKeys(keys ...gateway.Key) *Keys {
-	s := &Keys{keys: map[string]gateway.Key{}}
-	for _, k := range keys {
-		s.Put(k)
-	}
-	return s
-}
-
-// Put adds or replaces a key.
-func (s *Keys) Put(k gateway.Key) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.keys[k.APIKey] = k
-}
-
-// Fail makes every lookup return err (nil restores).
-func (s *Keys) Fail(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.fail = err
+	return &Keys{table: newTable(func(k gateway.Key) string { return k.APIKey }, keys)}
 }
 
 // Lookup implements gateway.KeyStore.
 func (s *Keys) Lookup(_ context.Context, apiKey string) (gateway.Key, error) {
 	s.Lookups.Add(1)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.fail != nil {
-		return gateway.Key{}, s.fail
+	k, ok, err := s.get(apiKey)
+	if err != nil {
+		return gateway.Key{}, err
 	}
-	k, ok := s.keys[apiKey]
 	if !ok {
 		return gateway.Key{}, gateway.ErrUnknownKey
 	}
@@ -76,42 +121,38 @@ func (s *Switches) ExecutionPathUp(context.Context) bool { return !s.ExecutorOff
 
 // Market is an in-memory symbol, quote, tick, day-statistics and bar store.
 type Market struct {
-	mu      sync.RWMutex
-	symbols map[string]trading.SymbolSpec
-	quotes  map[string]query.Quote
+	symbols *table[string, trading.SymbolSpec]
+	quotes  *table[string, query.Quote]
+	stats   *table[string, query.DayStats]
+	mu      sync.RWMutex // guards ticks and bars
 	ticks   map[string][]query.Quote
-	stats   map[string]query.DayStats
 	bars    map[string][]query.Bar
 	Offset  int
 }
 
 // NewMarket returns an empty market with server zone offset 180.
 func NewMarket() *Market {
-	return &Market{symbols: map[string]trading.SymbolSpec{}, quotes: map[string]query.Quote{},
-		ticks: map[string][]query.Quote{}, stats: map[string]query.DayStats{}, bars: map[string][]query.Bar{}, Offset: 180}
+	return &Market{
+		symbols: newTable(func(s trading.SymbolSpec) string { return s.Symbol }, nil),
+		quotes:  newTable(func(q query.Quote) string { return q.Symbol }, nil),
+		stats:   newTable(func(s query.DayStats) string { return s.Symbol }, nil),
+		ticks:   map[string][]query.Quote{}, bars: map[string][]query.Bar{}, Offset: 180,
+	}
 }
 
 // AddSymbol adds a specification.
-func (m *Market) AddSymbol(s trading.SymbolSpec) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.symbols[s.Symbol] = s
-}
+func (m *Market) AddSymbol(s trading.SymbolSpec) { m.symbols.Put(s) }
 
 // SetQuote records a tick: it becomes the latest quote and is appended to the buffer.
 func (m *Market) SetQuote(q query.Quote) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.quotes[q.Symbol] = q
+	m.quotes.Put(q)
 	m.ticks[q.Symbol] = append(m.ticks[q.Symbol], q)
 }
 
 // SetDayStats records a symbol's day statistics.
-func (m *Market) SetDayStats(s query.DayStats) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.stats[s.Symbol] = s
-}
+func (m *Market) SetDayStats(s query.DayStats) { m.stats.Put(s) }
 
 // AddBars appends 1-minute bars (kept sorted by open time).
 func (m *Market) AddBars(symbol string, bars ...query.Bar) {
@@ -123,42 +164,18 @@ func (m *Market) AddBars(symbol string, bars ...query.Bar) {
 }
 
 // Symbols implements query.SymbolReader.
-func (m *Market) Symbols(context.Context) ([]trading.SymbolSpec, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	out := make([]trading.SymbolSpec, 0, len(m.symbols))
-	for _, s := range m.symbols {
-		out = append(out, s)
-	}
-	return out, nil
-}
+func (m *Market) Symbols(context.Context) ([]trading.SymbolSpec, error) { return m.symbols.values() }
 
 // Symbol implements query.SymbolReader (exact, case-sensitive).
 func (m *Market) Symbol(_ context.Context, name string) (trading.SymbolSpec, bool, error) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	s, ok := m.symbols[name]
-	return s, ok, nil
+	return m.symbols.get(name)
 }
 
 // Quote implements query.QuoteReader.
-func (m *Market) Quote(symbol string) (query.Quote, bool) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	q, ok := m.quotes[symbol]
-	return q, ok
-}
+func (m *Market) Quote(symbol string) (query.Quote, bool) { return m.quotes.one(symbol) }
 
 // Quotes implements query.QuoteReader.
-func (m *Market) Quotes() []query.Quote {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	out := make([]query.Quote, 0, len(m.quotes))
-	for _, q := range m.quotes {
-		out = append(out, q)
-	}
-	return out
-}
+func (m *Market) Quotes() []query.Quote { return m.quotes.all() }
 
 // Ticks implements query.QuoteReader.
 func (m *Market) Ticks(symbol string, limit int) []query.Quote {
@@ -172,23 +189,10 @@ func (m *Market) Ticks(symbol string, limit int) []query.Quote {
 }
 
 // DayStats implements query.DayStatsReader.
-func (m *Market) DayStats(symbol string) (query.DayStats, bool) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	s, ok := m.stats[symbol]
-	return s, ok
-}
+func (m *Market) DayStats(symbol string) (query.DayStats, bool) { return m.stats.one(symbol) }
 
 // AllDayStats implements query.DayStatsReader.
-func (m *Market) AllDayStats() []query.DayStats {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	out := make([]query.DayStats, 0, len(m.stats))
-	for _, s := range m.stats {
-		out = append(out, s)
-	}
-	return out
-}
+func (m *Market) AllDayStats() []query.DayStats { return m.stats.all() }
 
 // Candles implements query.BarReader by folding the stored 1-minute bars (oldest first)
 // into epoch-aligned buckets of intervalMs, as the ClickHouse reader does in SQL.
@@ -224,26 +228,11 @@ func (m *Market) Candles(_ context.Context, symbol string, intervalMs, from, to 
 func (m *Market) TimeZoneOffsetMinutes() int { return m.Offset }
 
 // Accounts is an in-memory query.AccountReader holding active accounts.
-type Accounts struct {
-	mu   sync.RWMutex
-	rows map[int64]query.Account
-	fail error
-}
+type Accounts struct{ *table[int64, query.Account] }
 
 // NewAccounts returns a reader holding accounts.
 func NewAccounts(accts ...query.Account) *Accounts {
-	a := &Accounts{rows: map[int64]query.Account{}}
-	for _, x := range accts {
-		a.Put(x)
-	}
-	return a
-}
-
-// Put adds or replaces an account.
-func (a *Accounts) Put(x query.Account) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.rows[x.Login] = x
+	return &Accounts{newTable(func(a query.Account) int64 { return a.Login }, accts)}
 }
 
 // Remove deletes an account (as if archived).
@@ -253,36 +242,23 @@ func (a *Accounts) Remove(login int64) {
 	delete(a.rows, login)
 }
 
-// Fail makes every read return err (nil restores).
-func (a *Accounts) Fail(err error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.fail = err
-}
-
 // Account implements query.AccountReader.
 func (a *Accounts) Account(_ context.Context, login int64) (query.Account, bool, error) {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	if a.fail != nil {
-		return query.Account{}, false, a.fail
-	}
-	x, ok := a.rows[login]
-	return x, ok, nil
+	return a.get(login)
 }
 
 // Accounts implements query.AccountReader.
 func (a *Accounts) Accounts(_ context.Context, logins []int64) ([]query.Account, error) {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	if a.fail != nil {
-		return nil, a.fail
-	}
 	var out []query.Account
-	for _, l := range logins {
-		if x, ok := a.rows[l]; ok {
-			out = append(out, x)
+	err := a.read(func(rows map[int64]query.Account) {
+		for _, l := range logins {
+			if x, ok := rows[l]; ok {
+				out = append(out, x)
+			}
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
