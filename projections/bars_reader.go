@@ -2,28 +2,14 @@ package projections
 
 import (
 	"context"
-	"errors"
 	"fmt"
-
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"tradesvc/query"
 )
 
-// BarsReader reads 1-minute bars from ClickHouse for GET /v1/klines.
-type BarsReader struct{ conn driver.Conn }
-
-// NewBarsReader builds the reader.
-func NewBarsReader(conn driver.Conn) (*BarsReader, error) {
-	if conn == nil {
-		return nil, errors.New("projections: bars reader needs a ClickHouse connection")
-	}
-	return &BarsReader{conn: conn}, nil
-}
-
 // Candles implements query.BarReader: ClickHouse folds the 1-minute bars into buckets of
 // intervalMs. FINAL first collapses each bar's rewrites to its newest state.
-func (r *BarsReader) Candles(ctx context.Context, symbol string, intervalMs, fromMs, toMs int64, limit int) ([]query.Bar, error) {
+func (r *HistoryReader) Candles(ctx context.Context, symbol string, intervalMs, fromMs, toMs int64, limit int) ([]query.Bar, error) {
 	if intervalMs <= 0 || intervalMs%60000 != 0 {
 		return nil, fmt.Errorf("candles of %s: interval %d ms is not a whole number of minutes", symbol, intervalMs)
 	}
@@ -57,7 +43,7 @@ func (r *BarsReader) Candles(ctx context.Context, symbol string, intervalMs, fro
 // LatestDayBars implements query.BarHistory: for every symbol that has bars, its bars of the
 // UTC day of its newest one, which a gateway that starts needs to resume each kline stream's
 // current bar (the largest interval, 1d, spans that day) where GET /v1/klines has it.
-func (r *BarsReader) LatestDayBars(ctx context.Context) ([]query.StoredBars, error) {
+func (r *HistoryReader) LatestDayBars(ctx context.Context) ([]query.StoredBars, error) {
 	rows, err := r.conn.Query(ctx, `SELECT symbol, max(open_time) FROM bars_1m GROUP BY symbol ORDER BY symbol`)
 	if err != nil {
 		return nil, fmt.Errorf("read the newest bars: %w", err)
@@ -93,7 +79,7 @@ func (r *BarsReader) LatestDayBars(ctx context.Context) ([]query.StoredBars, err
 }
 
 // dayBars reads symbol's bars from dayStart on; FINAL collapses each bar's rewrites.
-func (r *BarsReader) dayBars(ctx context.Context, symbol string, dayStart int64) (query.StoredBars, error) {
+func (r *HistoryReader) dayBars(ctx context.Context, symbol string, dayStart int64) (query.StoredBars, error) {
 	rows, err := r.conn.Query(ctx, `SELECT open_time, toString(open), toString(high), toString(low), toString(close), ticks, ver
 		FROM bars_1m FINAL WHERE symbol = ? AND open_time >= ? ORDER BY open_time`, symbol, dayStart)
 	if err != nil {

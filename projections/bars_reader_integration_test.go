@@ -35,7 +35,7 @@ func TestLatestDayBarsAreTheNewestDayOfEachSymbol(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	r, _ := NewBarsReader(conn)
+	r, _ := NewHistoryReader(conn)
 	got, err := r.LatestDayBars(ctx)
 	if err != nil {
 		t.Fatal(err)

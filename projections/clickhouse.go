@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -19,6 +20,35 @@ import (
 // per 3 s under a tenth. Deal history (GET /v1/userTrades) and bars lag the log by that much
 // at most, as the spec allows.
 const clickhouseBatchWait = 3 * time.Second
+
+// clickhouseTables is what every ClickHouse projection stands on: its connection, and the
+// pace of its inserts.
+type clickhouseTables struct{ conn driver.Conn }
+
+// MaxWait implements Batching.
+func (clickhouseTables) MaxWait() time.Duration { return clickhouseBatchWait }
+
+// Ping implements Pinger: ClickHouse answers.
+func (t clickhouseTables) Ping(ctx context.Context) error { return t.conn.Ping(ctx) }
+
+// onClickHouse builds a ClickHouse projection or reader named what with build, or says that
+// it has no connection.
+func onClickHouse[P any](conn driver.Conn, what string, build func(driver.Conn) *P) (*P, error) {
+	if conn == nil {
+		return nil, errors.New("projections: " + what + " needs a ClickHouse connection")
+	}
+	return build(conn), nil
+}
+
+// HistoryReader reads the history ClickHouse keeps for the queries: 1-minute bars for
+// GET /v1/klines and the kline streams (bars_reader.go), the deal history for
+// GET /v1/userTrades (deals_reader.go).
+type HistoryReader struct{ conn driver.Conn }
+
+// NewHistoryReader builds the reader.
+func NewHistoryReader(conn driver.Conn) (*HistoryReader, error) {
+	return onClickHouse(conn, "history reader", func(c driver.Conn) *HistoryReader { return &HistoryReader{conn: c} })
+}
 
 // eventsOf returns the events of type E in a batch, in log order: a topic carries other
 // types too.

@@ -2,7 +2,6 @@ package projections
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -21,18 +20,12 @@ const moneyScale = 4
 
 // DealHistory writes every deal the trade server reported into ClickHouse for analysts.
 // Rows are keyed by deal ticket in a ReplacingMergeTree, so redelivery collapses.
-type DealHistory struct{ conn driver.Conn }
+type DealHistory struct{ clickhouseTables }
 
 // NewDealHistory builds the projection.
 func NewDealHistory(conn driver.Conn) (*DealHistory, error) {
-	if conn == nil {
-		return nil, errors.New("projections: deal history needs a ClickHouse connection")
-	}
-	return &DealHistory{conn: conn}, nil
+	return onClickHouse(conn, "deal history", func(c driver.Conn) *DealHistory { return &DealHistory{clickhouseTables{c}} })
 }
-
-// MaxWait implements Batching.
-func (h *DealHistory) MaxWait() time.Duration { return clickhouseBatchWait }
 
 // Topics the projection reads.
 func (h *DealHistory) Topics() []events.Topic { return []events.Topic{events.TopicTrades()} }
@@ -67,9 +60,6 @@ func (h *DealHistory) Apply(ctx context.Context, msgs []batch.Message) error {
 func (h *DealHistory) Reset(ctx context.Context) error {
 	return truncate(ctx, h.conn, "deals")
 }
-
-// Ping implements Pinger: ClickHouse answers.
-func (p *DealHistory) Ping(ctx context.Context) error { return p.conn.Ping(ctx) }
 
 // Accepts implements Accepting: deals only (the trades topic's other facts are not decoded).
 func (h *DealHistory) Accepts(eventType string) bool { return eventType == "DealAdded_v1" }

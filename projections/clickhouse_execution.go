@@ -34,10 +34,10 @@ const ExecutionQualityName = "projection.clickhouse.execution"
 // versions): the commands, executions and trades of one operation are consumed concurrently
 // and must not overwrite each other's merge.
 type ExecutionQuality struct {
-	conn driver.Conn
-	ref  *execReference
-	log  *slog.Logger
-	now  func() time.Time
+	clickhouseTables
+	ref *execReference
+	log *slog.Logger
+	now func() time.Time
 
 	mu sync.Mutex
 }
@@ -58,16 +58,13 @@ func NewExecutionQuality(conn driver.Conn, refPool *pgxpool.Pool, log *slog.Logg
 	if log == nil {
 		log = slog.Default()
 	}
-	return &ExecutionQuality{conn: conn, ref: newExecReference(refPool), log: log, now: time.Now}, nil
+	return &ExecutionQuality{clickhouseTables: clickhouseTables{conn}, ref: newExecReference(refPool), log: log, now: time.Now}, nil
 }
 
 // Topics the projection reads.
 func (p *ExecutionQuality) Topics() []events.Topic {
 	return []events.Topic{events.TopicCommands(), events.TopicExecutions(), events.TopicTrades()}
 }
-
-// MaxWait implements Batching: a second of events per insert, like the other ClickHouse tables.
-func (p *ExecutionQuality) MaxWait() time.Duration { return clickhouseBatchWait }
 
 // Apply merges the batch's facts into the rows of their operations and writes the rows that
 // changed, in one insert.

@@ -2,7 +2,6 @@ package projections
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -27,7 +26,7 @@ const priceScale = 8
 // tick; a tick at or below a bar's version was already counted and is skipped, so replays
 // and redeliveries leave the bars exact.
 type MarketHistory struct {
-	conn driver.Conn
+	clickhouseTables
 
 	// mu serialises batches: the consumer applies partitions concurrently, and bars is
 	// shared (each symbol lives in one partition, but the map does not).
@@ -44,14 +43,10 @@ type bar struct {
 
 // NewMarketHistory builds the projection.
 func NewMarketHistory(conn driver.Conn) (*MarketHistory, error) {
-	if conn == nil {
-		return nil, errors.New("projections: market history needs a ClickHouse connection")
-	}
-	return &MarketHistory{conn: conn, bars: map[string]bar{}}, nil
+	return onClickHouse(conn, "market history", func(c driver.Conn) *MarketHistory {
+		return &MarketHistory{clickhouseTables: clickhouseTables{c}, bars: map[string]bar{}}
+	})
 }
-
-// MaxWait implements Batching.
-func (h *MarketHistory) MaxWait() time.Duration { return clickhouseBatchWait }
 
 // Topics the projection reads.
 func (h *MarketHistory) Topics() []events.Topic { return []events.Topic{events.TopicTicks()} }
@@ -188,9 +183,6 @@ func (h *MarketHistory) Reset(ctx context.Context) error {
 	h.mu.Unlock()
 	return nil
 }
-
-// Ping implements Pinger: ClickHouse answers.
-func (p *MarketHistory) Ping(ctx context.Context) error { return p.conn.Ping(ctx) }
 
 // Accepts implements Accepting: ticks only (day statistics are not decoded).
 func (h *MarketHistory) Accepts(eventType string) bool { return eventType == "TickReceived_v1" }

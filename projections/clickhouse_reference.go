@@ -2,10 +2,8 @@ package projections
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
@@ -24,7 +22,7 @@ const AccountDimensionName = "projection.clickhouse.reference"
 // only when one of its columns changed since this process last wrote it (a restart writes
 // each account once more; ReplacingMergeTree keeps the newest by observed_ms).
 type AccountDimension struct {
-	conn driver.Conn
+	clickhouseTables
 
 	mu      sync.Mutex
 	written map[int64]accountDim
@@ -38,14 +36,10 @@ type accountDim struct {
 
 // NewAccountDimension builds the projection.
 func NewAccountDimension(conn driver.Conn) (*AccountDimension, error) {
-	if conn == nil {
-		return nil, errors.New("projections: account dimension needs a ClickHouse connection")
-	}
-	return &AccountDimension{conn: conn, written: map[int64]accountDim{}}, nil
+	return onClickHouse(conn, "account dimension", func(c driver.Conn) *AccountDimension {
+		return &AccountDimension{clickhouseTables: clickhouseTables{c}, written: map[int64]accountDim{}}
+	})
 }
-
-// MaxWait implements Batching.
-func (p *AccountDimension) MaxWait() time.Duration { return clickhouseBatchWait }
 
 // Topics the projection reads.
 func (p *AccountDimension) Topics() []events.Topic { return []events.Topic{events.TopicReference()} }
@@ -138,9 +132,6 @@ func (p *AccountDimension) Reset(ctx context.Context) error {
 	p.mu.Unlock()
 	return nil
 }
-
-// Ping implements Pinger: ClickHouse answers.
-func (p *AccountDimension) Ping(ctx context.Context) error { return p.conn.Ping(ctx) }
 
 func boolByte(b bool) uint8 {
 	if b {

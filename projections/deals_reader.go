@@ -2,31 +2,17 @@ package projections
 
 import (
 	"context"
-	"errors"
 	"fmt"
-
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"tradesvc/events/trading"
 	"tradesvc/query"
 )
 
-// DealsReader reads the ClickHouse deal history for GET /v1/userTrades.
-type DealsReader struct{ conn driver.Conn }
-
-// NewDealsReader builds the reader.
-func NewDealsReader(conn driver.Conn) (*DealsReader, error) {
-	if conn == nil {
-		return nil, errors.New("projections: deals reader needs a ClickHouse connection")
-	}
-	return &DealsReader{conn: conn}, nil
-}
-
 // UserTrades returns the login's closing trading deals (action buy or sell; entry OUT, INOUT
 // or OUT_BY: the spec's "today it returns closing deals only") of window w, ordered by deal
 // id. FINAL collapses redelivered deals (the table replaces rows by ticket), which ClickHouse
 // 18.16 supports with WHERE, ORDER BY and LIMIT.
-func (r *DealsReader) UserTrades(ctx context.Context, login int64, w query.TradesWindow) ([]trading.Deal, error) {
+func (r *HistoryReader) UserTrades(ctx context.Context, login int64, w query.TradesWindow) ([]trading.Deal, error) {
 	where := `time_ms >= ? AND time_ms <= ?`
 	args := []any{login, w.Symbol, w.Symbol}
 	if w.FromID != nil {

@@ -155,7 +155,7 @@ func TestOneMinuteBarsAreExactUnderRedeliveryRestartAndReplay(t *testing.T) {
 	if err := h2.Apply(ctx, append(first[2:], second...)); err != nil {
 		t.Fatal(err)
 	}
-	reader, _ := NewBarsReader(conn)
+	reader, _ := NewHistoryReader(conn)
 	bars, err := reader.Candles(ctx, "BTCUSD", 60000, m0, m0+60000, 10)
 	if err != nil {
 		t.Fatal(err)

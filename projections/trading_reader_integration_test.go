@@ -162,14 +162,14 @@ func TestTradingReaderPositions(t *testing.T) {
 	}
 }
 
-func TestDealsReaderReturnsClosingTradesDeduplicatedInTheirWindow(t *testing.T) {
+func TestHistoryReaderReturnsClosingTradesDeduplicatedInTheirWindow(t *testing.T) {
 	ctx := context.Background()
 	conn := testenv.MigratedCH(t)
 	h, err := NewDealHistory(conn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewDealsReader(conn)
+	r, err := NewHistoryReader(conn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ type StoredBars struct {
 }
 
 // BarHistory reads the stored bars a starting gateway resumes its kline streams from
-// (projections.BarsReader implements it).
+// (projections.HistoryReader implements it).
 type BarHistory interface {
 	// LatestDayBars returns the StoredBars of every symbol that has bars.
 	LatestDayBars(ctx context.Context) ([]StoredBars, error)

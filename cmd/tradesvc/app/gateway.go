@@ -40,7 +40,7 @@ func (a *App) runGateway(ctx context.Context) error {
 		return err
 	}
 	a.refReader.Store(ref)
-	bars, err := projections.NewBarsReader(a.ch)
+	bars, err := projections.NewHistoryReader(a.ch)
 	if err != nil {
 		return err
 	}

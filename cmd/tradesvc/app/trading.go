@@ -36,12 +36,12 @@ func (a *App) publishChanges(part int32, rows []query.Change) {
 // tradingReads builds a gateway's trading readers (Postgres read models, ClickHouse deal
 // history) and its change feed (run it beside the gateway: it wakes RESULT waits and feeds
 // the user data streams).
-func (a *App) tradingReads() (*projections.TradingReader, *projections.DealsReader, *projections.ChangeFeed, error) {
+func (a *App) tradingReads() (*projections.TradingReader, *projections.HistoryReader, *projections.ChangeFeed, error) {
 	trading, err := projections.NewTradingReader(a.pool)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	deals, err := projections.NewDealsReader(a.ch)
+	deals, err := projections.NewHistoryReader(a.ch)
 	if err != nil {
 		return nil, nil, nil, err
 	}
