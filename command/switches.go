@@ -130,38 +130,34 @@ func (s *Switches) Last() (trading, alive bool, at time.Time) {
 	return s.trading, s.alive, s.loadedAt
 }
 
-// TradingEnabled is false while trading is switched off.
-func (s *Switches) TradingEnabled(ctx context.Context) bool {
+// fresh refreshes the switches when their cache is stale and answers from them.
+func (s *Switches) fresh(ctx context.Context, answer func() bool) bool {
 	s.refresh(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.trading
+	return answer()
+}
+
+// TradingEnabled is false while trading is switched off.
+func (s *Switches) TradingEnabled(ctx context.Context) bool {
+	return s.fresh(ctx, func() bool { return s.trading })
 }
 
 // ExecutorAlive is false when no executor has sent a heartbeat within ExecutorTimeout.
 func (s *Switches) ExecutorAlive(ctx context.Context) bool {
-	s.refresh(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.alive
+	return s.fresh(ctx, func() bool { return s.alive })
 }
 
 // TradeServerLinked is false when no executor whose heartbeat is fresh reaches the trade
 // server.
 func (s *Switches) TradeServerLinked(ctx context.Context) bool {
-	s.refresh(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.linked
+	return s.fresh(ctx, func() bool { return s.linked })
 }
 
 // ExecutionPathUp is true while an executor runs and reaches the trade server: otherwise
 // TRADE endpoints answer -5015 before queueing anything (gateway.Switches).
 func (s *Switches) ExecutionPathUp(ctx context.Context) bool {
-	s.refresh(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.alive && s.linked
+	return s.fresh(ctx, func() bool { return s.alive && s.linked })
 }
 
 // LastLinked is the trade-server link as last read (false: never read), without reading the

@@ -63,6 +63,27 @@ func main() {
 	os.Exit(code)
 }
 
+// subcommand is one command of tradesvc: its arguments after its name, and where it writes.
+type subcommand[R any] func(ctx context.Context, args []string, stdout, stderr io.Writer) R
+
+// commands report a failure as an error (printed, exit status 1; --help exits 0).
+var commands = map[string]subcommand[error]{
+	"serve":   func(ctx context.Context, args []string, _, stderr io.Writer) error { return serve(ctx, args, stderr) },
+	"migrate": migrate,
+	"keys":    keysCommand,
+	"admin":   adminCommand,
+	"replay":  replay,
+	"audit":   auditCommand,
+	"dlq":     dlqCommand,
+}
+
+// exitCommands choose their own exit status.
+var exitCommands = map[string]subcommand[int]{
+	"sim":   simCommand,
+	"call":  callCommand,
+	"bench": benchCommand,
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stderr, usage)
@@ -72,32 +93,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	cmd, rest := args[0], args[1:]
-	var err error
-	switch cmd {
-	case "serve":
-		err = serve(ctx, rest, stderr)
-	case "migrate":
-		err = migrate(ctx, rest, stdout, stderr)
-	case "keys":
-		err = keysCommand(ctx, rest, stdout, stderr)
-	case "admin":
-		err = adminCommand(ctx, rest, stdout, stderr)
-	case "sim":
-		return simCommand(ctx, rest, stdout, stderr)
-	case "replay":
-		err = replay(ctx, rest, stdout, stderr)
-	case "audit":
-		err = auditCommand(ctx, rest, stdout, stderr)
-	case "dlq":
-		err = dlqCommand(ctx, rest, stdout, stderr)
-	case "call":
-		return callCommand(ctx, rest, stdout, stderr)
-	case "bench":
-		return benchCommand(ctx, rest, stdout, stderr)
-	default:
+	if c, ok := exitCommands[cmd]; ok {
+		return c(ctx, rest, stdout, stderr)
+	}
+	c, ok := commands[cmd]
+	if !ok {
 		fmt.Fprintf(stderr, "tradesvc: unknown command %q\n\n%s", cmd, usage)
 		return 2
 	}
+	err := c(ctx, rest, stdout, stderr)
 	if err != nil {
 		if err == flag.ErrHelp {
 			return 0
