@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -152,46 +153,85 @@ func (r *Relay) relayFacts(ctx context.Context) (err error) {
 			r.factsCaughtUp(false) // the facts the trade server has meanwhile are not relayed
 		}
 	}()
-	cursor, err := r.cursors.Load(ctx, CursorFacts)
-	if err != nil {
-		return err
-	}
 	// The cursor is saved behind the loop (the newest position wins): a deal on its way to a
 	// RESULT wait never queues behind the previous batch's cursor commit. A crash then re-appends
 	// at most the facts since the last save, which the projections drop by their seq.
-	save, stop := r.saveBehind(ctx, CursorFacts)
+	return relayFeed(ctx, r, feed[mt5.Fact]{cursor: CursorFacts, what: "facts", topic: events.TopicTrades(),
+		read: r.port.Facts, seq: func(f mt5.Fact) uint64 { return f.Seq }, caughtUp: r.factsCaughtUp,
+		events: func(facts []mt5.Fact) []events.Event {
+			evs := make([]events.Event, 0, len(facts))
+			for _, f := range facts {
+				if ev, ok := f.Event(); ok {
+					evs = append(evs, ev)
+				}
+			}
+			return evs
+		}})
+}
+
+func (r *Relay) relayTicks(ctx context.Context) error {
+	// Saved behind the loop too: a quote is not held back by the previous batch's commit. A
+	// crash re-appends the ticks since the last save; the market projections drop a tick
+	// whose feed sequence they have seen.
+	return relayFeed(ctx, r, feed[mt5.Tick]{cursor: CursorTicks, what: "ticks", topic: events.TopicTicks(),
+		read: r.port.Ticks, seq: func(t mt5.Tick) uint64 { return t.Seq }, caughtUp: func(bool) {},
+		events: func(ticks []mt5.Tick) []events.Event {
+			evs := make([]events.Event, len(ticks))
+			for i, t := range ticks {
+				evs[i] = tickEvent(t)
+			}
+			return evs
+		}})
+}
+
+// feed is one of the trade server's feeds the relay copies into the log, in the order of its
+// sequence, from the position its cursor saved.
+type feed[T any] struct {
+	cursor string
+	what   string // for errors: "facts", "ticks"
+	topic  events.Topic
+	read   func(ctx context.Context, after uint64, max int) ([]T, error)
+	events func([]T) []events.Event
+	seq    func(T) uint64
+	// caughtUp is told whether the relay has appended everything the feed had.
+	caughtUp func(bool)
+}
+
+// relayFeed long-polls f and appends what it reads, saving its cursor behind the loop, until
+// ctx ends or reading or appending fails.
+func relayFeed[T any](ctx context.Context, r *Relay, f feed[T]) error {
+	cursor, err := r.cursors.Load(ctx, f.cursor)
+	if err != nil {
+		return err
+	}
+	save, stop := r.saveBehind(ctx, f.cursor)
 	defer stop()
 	for {
 		pollCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		facts, err := r.port.Facts(pollCtx, cursor, r.cfg.Batch)
+		got, err := f.read(pollCtx, cursor, r.cfg.Batch)
 		cancel()
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			r.factsCaughtUp(true)
+			f.caughtUp(true)
 			continue // an idle long poll
 		}
 		if err != nil {
-			return fmt.Errorf("read facts after %d: %w", cursor, err)
+			return fmt.Errorf("read %s after %d: %w", f.what, cursor, err)
 		}
-		if len(facts) == 0 {
-			r.factsCaughtUp(true)
+		if len(got) == 0 {
+			f.caughtUp(true)
 			continue
 		}
-		r.factsCaughtUp(false) // until they are appended
-		evs := make([]events.Event, 0, len(facts))
-		for _, f := range facts {
-			if ev, ok := f.Event(); ok {
-				evs = append(evs, ev)
-			}
+		f.caughtUp(false) // until they are appended
+		evs := f.events(got)
+		if err := r.out.Append(ctx, f.topic, evs...); err != nil {
+			return fmt.Errorf("append %d %s: %w", len(evs), f.what, err)
 		}
-		if err := r.out.Append(ctx, events.TopicTrades(), evs...); err != nil {
-			return fmt.Errorf("append %d facts: %w", len(evs), err)
-		}
-		cursor = facts[len(facts)-1].Seq
-		r.appended(CursorFacts, len(evs), cursor)
-		r.factsCaughtUp(len(facts) < r.cfg.Batch)
+		cursor = f.seq(got[len(got)-1])
+		r.appended(f.cursor, len(evs), cursor)
+		f.caughtUp(len(got) < r.cfg.Batch)
 		save(cursor)
 	}
 }
@@ -264,45 +304,6 @@ func (r *Relay) saveCursors(ctx context.Context, name string, saves <-chan uint6
 	}
 }
 
-func (r *Relay) relayTicks(ctx context.Context) error {
-	cursor, err := r.cursors.Load(ctx, CursorTicks)
-	if err != nil {
-		return err
-	}
-	// Saved behind the loop too: a quote is not held back by the previous batch's commit. A
-	// crash re-appends the ticks since the last save; the market projections drop a tick
-	// whose feed sequence they have seen.
-	save, stop := r.saveBehind(ctx, CursorTicks)
-	defer stop()
-	for {
-		pollCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		ticks, err := r.port.Ticks(pollCtx, cursor, r.cfg.Batch)
-		cancel()
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if errors.Is(err, context.DeadlineExceeded) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("read ticks after %d: %w", cursor, err)
-		}
-		if len(ticks) == 0 {
-			continue
-		}
-		evs := make([]events.Event, len(ticks))
-		for i, t := range ticks {
-			evs[i] = tickEvent(t)
-		}
-		if err := r.out.Append(ctx, events.TopicTicks(), evs...); err != nil {
-			return fmt.Errorf("append %d ticks: %w", len(evs), err)
-		}
-		cursor = ticks[len(ticks)-1].Seq
-		r.appended(CursorTicks, len(evs), cursor)
-		save(cursor)
-	}
-}
-
 // pollReference publishes symbols and server info when they change (and once at start),
 // and account snapshots whenever their figures change.
 func (r *Relay) pollReference(ctx context.Context) error {
@@ -329,37 +330,28 @@ func (r *Relay) publishSymbols(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read server info: %w", err)
 	}
-	var evs []events.Event
+	c := newChanges(r.lastSymbols)
 	srv := &events.ServerSpecified{Name: info.Name, TimeZoneOffsetMinutes: info.TimeZoneOffsetMinutes, Time: now}
 	serverFP := fingerprint(srv.Name, srv.TimeZoneOffsetMinutes)
 	if serverFP != r.lastServer {
-		evs = append(evs, srv)
+		c.evs = append(c.evs, srv)
 	}
 	symbols, err := r.port.Symbols(ctx)
 	if err != nil {
 		return fmt.Errorf("read symbols: %w", err)
 	}
-	changed := map[string]string{}
 	for _, s := range symbols {
 		e := symbolEvent(s, now)
 		e.Time = 0
-		fp := fingerprint(e)
-		if r.lastSymbols[s.Name] != fp {
+		if fp := fingerprint(e); c.differs(s.Name, fp) {
 			e.Time = now
-			evs = append(evs, e)
-			changed[s.Name] = fp
+			c.add(s.Name, fp, e)
 		}
 	}
-	if len(evs) == 0 {
-		return nil
-	}
-	if err := r.out.Append(ctx, events.TopicReference(), evs...); err != nil {
-		return fmt.Errorf("append reference data: %w", err)
+	if err := c.publish(ctx, r.out, events.TopicReference(), "reference data"); err != nil {
+		return err
 	}
 	r.lastServer = serverFP
-	for k, v := range changed {
-		r.lastSymbols[k] = v
-	}
 	return nil
 }
 
@@ -368,28 +360,16 @@ func (r *Relay) publishAccounts(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read accounts: %w", err)
 	}
-	var evs []events.Event
-	changed := map[int64]string{}
+	c := newChanges(r.lastAccounts)
 	observed := r.now().UnixMilli()
 	for _, a := range accounts {
 		e := accountEvent(a)
-		fp := fingerprint(e) // ObservedAt is still zero: only the figures count
-		if r.lastAccounts[a.Login] != fp {
+		if fp := fingerprint(e); c.differs(a.Login, fp) { // ObservedAt is still zero: only the figures count
 			e.ObservedAt = observed
-			evs = append(evs, e)
-			changed[a.Login] = fp
+			c.add(a.Login, fp, e)
 		}
 	}
-	if len(evs) == 0 {
-		return nil
-	}
-	if err := r.out.Append(ctx, events.TopicReference(), evs...); err != nil {
-		return fmt.Errorf("append account snapshots: %w", err)
-	}
-	for k, v := range changed {
-		r.lastAccounts[k] = v
-	}
-	return nil
+	return c.publish(ctx, r.out, events.TopicReference(), "account snapshots")
 }
 
 func (r *Relay) pollStats(ctx context.Context) error {
@@ -408,8 +388,7 @@ func (r *Relay) pollStats(ctx context.Context) error {
 			}
 			listed = r.now()
 		}
-		var evs []events.Event
-		changed := map[string]string{}
+		c := newChanges(r.lastStats)
 		for _, name := range names {
 			st, err := r.port.DayStats(ctx, name)
 			if errors.Is(err, mt5.ErrNoQuote) {
@@ -421,25 +400,53 @@ func (r *Relay) pollStats(ctx context.Context) error {
 			e := dayStatsEvent(st)
 			t := e.Time
 			e.Time = 0
-			fp := fingerprint(e)
-			if r.lastStats[name] != fp {
+			if fp := fingerprint(e); c.differs(name, fp) {
 				e.Time = t
-				evs = append(evs, e)
-				changed[name] = fp
+				c.add(name, fp, e)
 			}
 		}
-		if len(evs) > 0 {
-			if err := r.out.Append(ctx, events.TopicTicks(), evs...); err != nil {
-				return fmt.Errorf("append day stats: %w", err)
-			}
-			for k, v := range changed {
-				r.lastStats[k] = v
-			}
+		if err := c.publish(ctx, r.out, events.TopicTicks(), "day stats"); err != nil {
+			return err
 		}
 		if wait.For(ctx, r.cfg.StatsEvery) != nil {
 			return ctx.Err()
 		}
 	}
+}
+
+// changes collects the events whose fingerprint differs from the one last published for their
+// key (a symbol, an account), and records the new fingerprints once they are appended: what
+// did not change is not published again.
+type changes[K comparable] struct {
+	last map[K]string
+	evs  []events.Event
+	fps  map[K]string
+}
+
+func newChanges[K comparable](last map[K]string) *changes[K] {
+	return &changes[K]{last: last, fps: map[K]string{}}
+}
+
+// differs reports whether fp is not what was last published for k.
+func (c *changes[K]) differs(k K, fp string) bool { return c.last[k] != fp }
+
+// add queues ev, which changes k to fingerprint fp.
+func (c *changes[K]) add(k K, fp string, ev events.Event) {
+	c.evs = append(c.evs, ev)
+	c.fps[k] = fp
+}
+
+// publish appends the queued events (nothing when there are none), then records their
+// fingerprints as the last published.
+func (c *changes[K]) publish(ctx context.Context, out Appender, topic events.Topic, what string) error {
+	if len(c.evs) == 0 {
+		return nil
+	}
+	if err := out.Append(ctx, topic, c.evs...); err != nil {
+		return fmt.Errorf("append %s: %w", what, err)
+	}
+	maps.Copy(c.last, c.fps)
+	return nil
 }
 
 func (r *Relay) appended(feed string, n int, lastSeq uint64) {
