@@ -17,31 +17,51 @@ type Session struct {
 	Close string `json:"close"`
 }
 
+// SymbolSpecOf is a symbol's specification with its decimals as D: apd.Decimal in the log
+// (SymbolSpecified), their text on the wire (query.SymbolInfo). It is declared once, and
+// MapSymbolSpec is the one conversion between the two.
+type SymbolSpecOf[D any] struct {
+	Symbol          string   `json:"symbol"`
+	Description     string   `json:"description"`
+	Digits          int32    `json:"digits"`
+	TickSize        D        `json:"tickSize"`
+	TickValue       D        `json:"tickValue"`
+	ContractSize    D        `json:"contractSize"`
+	VolumeMin       D        `json:"volumeMin"`
+	VolumeMax       D        `json:"volumeMax"`
+	VolumeStep      D        `json:"volumeStep"`
+	StopsLevel      int32    `json:"stopsLevel"`
+	FreezeLevel     int32    `json:"freezeLevel"`
+	TradeMode       string   `json:"tradeMode"`
+	ExecutionMode   string   `json:"executionMode"`
+	FillModes       []string `json:"fillModes"`
+	ExpirationModes []string `json:"expirationModes"`
+	OrderModes      []string `json:"orderModes"`
+	CurrencyBase    string   `json:"currencyBase"`
+	CurrencyProfit  string   `json:"currencyProfit"`
+	CurrencyMargin  string   `json:"currencyMargin"`
+	SwapMode        string   `json:"swapMode"`
+	SwapLong        D        `json:"swapLong"`
+	SwapShort       D        `json:"swapShort"`
+	Swap3Days       string   `json:"swap3Days"`
+}
+
+// MapSymbolSpec is s with every decimal converted by f (the lists are shared, not copied).
+func MapSymbolSpec[D, E any](s SymbolSpecOf[D], f func(D) E) SymbolSpecOf[E] {
+	return SymbolSpecOf[E]{
+		Symbol: s.Symbol, Description: s.Description, Digits: s.Digits,
+		TickSize: f(s.TickSize), TickValue: f(s.TickValue), ContractSize: f(s.ContractSize),
+		VolumeMin: f(s.VolumeMin), VolumeMax: f(s.VolumeMax), VolumeStep: f(s.VolumeStep),
+		StopsLevel: s.StopsLevel, FreezeLevel: s.FreezeLevel, TradeMode: s.TradeMode, ExecutionMode: s.ExecutionMode,
+		FillModes: s.FillModes, ExpirationModes: s.ExpirationModes, OrderModes: s.OrderModes,
+		CurrencyBase: s.CurrencyBase, CurrencyProfit: s.CurrencyProfit, CurrencyMargin: s.CurrencyMargin,
+		SwapMode: s.SwapMode, SwapLong: f(s.SwapLong), SwapShort: f(s.SwapShort), Swap3Days: s.Swap3Days,
+	}
+}
+
 // SymbolSpecified is a symbol's full specification as the trade server reports it.
 type SymbolSpecified struct {
-	Symbol          string      `json:"symbol"`
-	Description     string      `json:"description"`
-	Digits          int32       `json:"digits"`
-	TickSize        apd.Decimal `json:"tickSize"`
-	TickValue       apd.Decimal `json:"tickValue"`
-	ContractSize    apd.Decimal `json:"contractSize"`
-	VolumeMin       apd.Decimal `json:"volumeMin"`
-	VolumeMax       apd.Decimal `json:"volumeMax"`
-	VolumeStep      apd.Decimal `json:"volumeStep"`
-	StopsLevel      int32       `json:"stopsLevel"`
-	FreezeLevel     int32       `json:"freezeLevel"`
-	TradeMode       string      `json:"tradeMode"`
-	ExecutionMode   string      `json:"executionMode"`
-	FillModes       []string    `json:"fillModes"`
-	ExpirationModes []string    `json:"expirationModes"`
-	OrderModes      []string    `json:"orderModes"`
-	CurrencyBase    string      `json:"currencyBase"`
-	CurrencyProfit  string      `json:"currencyProfit"`
-	CurrencyMargin  string      `json:"currencyMargin"`
-	SwapMode        string      `json:"swapMode"`
-	SwapLong        apd.Decimal `json:"swapLong"`
-	SwapShort       apd.Decimal `json:"swapShort"`
-	Swap3Days       string      `json:"swap3Days"`
+	SymbolSpecOf[apd.Decimal]
 	// Sessions is indexed by weekday, 0 = Sunday .. 6 = Saturday.
 	Sessions [7][]Session `json:"sessions"`
 	// Time is when the server last changed the specification, Unix ms.

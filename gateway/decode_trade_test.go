@@ -12,6 +12,8 @@ import (
 	"tradesvc/events/dec"
 	"tradesvc/events/trading"
 	"tradesvc/query"
+
+	"github.com/cockroachdb/apd/v3"
 )
 
 type fakeSymbols map[string]trading.SymbolSpec
@@ -31,9 +33,10 @@ func (f fakeQuotes) Quote(symbol string) (query.Quote, bool) {
 var testNow = time.Date(2026, 11, 17, 12, 0, 0, 0, time.UTC)
 
 func spec(name, mode string, digits int32, tick, step string, stops int32, orderModes, exp []string) trading.SymbolSpec {
-	return trading.SymbolSpec{Symbol: name, Digits: digits, TickSize: dec.MustParse(tick), VolumeMin: dec.MustParse("0.01"),
-		VolumeMax: dec.MustParse("100"), VolumeStep: dec.MustParse(step), StopsLevel: stops, TradeMode: mode,
-		ExecutionMode: "MARKET", OrderModes: orderModes, ExpirationModes: exp}
+	return trading.SymbolSpec{SymbolSpecOf: events.SymbolSpecOf[apd.Decimal]{Symbol: name, Digits: digits,
+		TickSize: dec.MustParse(tick), VolumeMin: dec.MustParse("0.01"), VolumeMax: dec.MustParse("100"),
+		VolumeStep: dec.MustParse(step), StopsLevel: stops, TradeMode: mode, ExecutionMode: "MARKET",
+		OrderModes: orderModes, ExpirationModes: exp}}
 }
 
 var allModes = []string{"MARKET", "LIMIT", "STOP", "STOP_LIMIT", "SL", "TP", "CLOSE_BY"}

@@ -11,6 +11,8 @@ import (
 	"tradesvc/events/trading"
 	"tradesvc/infra/kafka/batch"
 	"tradesvc/infra/testenv"
+
+	"github.com/cockroachdb/apd/v3"
 )
 
 func msgs(evs ...events.Event) []batch.Message {
@@ -40,8 +42,9 @@ func TestReferenceProjectionIsIdempotentAndNeverMovesBackwards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := &events.SymbolSpecified{Symbol: "BTCUSD", Digits: 2, TickSize: dec.MustParse("0.01"), TradeMode: "FULL",
-		FillModes: []string{"FOK", "IOC"}, Swap3Days: "WEDNESDAY", Time: 1000}
+	spec := &events.SymbolSpecified{SymbolSpecOf: events.SymbolSpecOf[apd.Decimal]{Symbol: "BTCUSD", Digits: 2,
+		TickSize: dec.MustParse("0.01"), TradeMode: "FULL", FillModes: []string{"FOK", "IOC"}, Swap3Days: "WEDNESDAY"},
+		Time: 1000}
 	spec.Sessions[1] = []events.Session{{Open: "00:00", Close: "24:00"}}
 	batch1 := msgs(spec, &events.ServerSpecified{Name: "sim", TimeZoneOffsetMinutes: 180, Time: 1000},
 		snapshot(1001, "10000.00", 2000))
@@ -122,8 +125,9 @@ func TestReferenceChangesSignalOnlyWhatReadersCache(t *testing.T) {
 	inactive := snapshot(1001, "102.00", 5000)
 	inactive.TradeAllowed, inactive.Active = false, false
 	apply("the account deactivated", []RefScope{RefAccounts}, inactive)
-	apply("a symbol", []RefScope{RefAll}, &events.SymbolSpecified{Symbol: "ETHUSD", Digits: 2,
-		TickSize: dec.MustParse("0.01"), TradeMode: "FULL", Swap3Days: "WEDNESDAY", Time: 1000},
+	apply("a symbol", []RefScope{RefAll}, &events.SymbolSpecified{
+		SymbolSpecOf: events.SymbolSpecOf[apd.Decimal]{Symbol: "ETHUSD", Digits: 2, TickSize: dec.MustParse("0.01"),
+			TradeMode: "FULL", Swap3Days: "WEDNESDAY"}, Time: 1000},
 		snapshot(1001, "103.00", 6000))
 }
 

@@ -102,32 +102,11 @@ type RateLimit struct {
 	Limit         int    `json:"limit"`
 }
 
-// SymbolInfo is the wire form of a symbol specification.
+// SymbolInfo is the wire form of a symbol specification: its decimals as text, its sessions
+// by weekday name.
 type SymbolInfo struct {
-	Symbol          string                      `json:"symbol"`
-	Description     string                      `json:"description"`
-	Digits          int32                       `json:"digits"`
-	TickSize        string                      `json:"tickSize"`
-	TickValue       string                      `json:"tickValue"`
-	ContractSize    string                      `json:"contractSize"`
-	VolumeMin       string                      `json:"volumeMin"`
-	VolumeMax       string                      `json:"volumeMax"`
-	VolumeStep      string                      `json:"volumeStep"`
-	StopsLevel      int32                       `json:"stopsLevel"`
-	FreezeLevel     int32                       `json:"freezeLevel"`
-	TradeMode       string                      `json:"tradeMode"`
-	ExecutionMode   string                      `json:"executionMode"`
-	FillModes       []string                    `json:"fillModes"`
-	ExpirationModes []string                    `json:"expirationModes"`
-	OrderModes      []string                    `json:"orderModes"`
-	CurrencyBase    string                      `json:"currencyBase"`
-	CurrencyProfit  string                      `json:"currencyProfit"`
-	CurrencyMargin  string                      `json:"currencyMargin"`
-	SwapMode        string                      `json:"swapMode"`
-	SwapLong        string                      `json:"swapLong"`
-	SwapShort       string                      `json:"swapShort"`
-	Swap3Days       string                      `json:"swap3Days"`
-	Sessions        map[string][]events.Session `json:"sessions"`
+	events.SymbolSpecOf[string]
+	Sessions map[string][]events.Session `json:"sessions"`
 }
 
 // ExchangeInfo is the exchange information resource.

@@ -95,17 +95,9 @@ func toSymbolInfo(s trading.SymbolSpec) SymbolInfo {
 		}
 		sessions[trading.Weekday(d).String()] = ss
 	}
-	return SymbolInfo{
-		Symbol: s.Symbol, Description: s.Description, Digits: s.Digits,
-		TickSize: plain(s.TickSize), TickValue: plain(s.TickValue), ContractSize: plain(s.ContractSize),
-		VolumeMin: plain(s.VolumeMin), VolumeMax: plain(s.VolumeMax), VolumeStep: plain(s.VolumeStep),
-		StopsLevel: s.StopsLevel, FreezeLevel: s.FreezeLevel,
-		TradeMode: s.TradeMode, ExecutionMode: s.ExecutionMode,
-		FillModes: nonNil(s.FillModes), ExpirationModes: nonNil(s.ExpirationModes), OrderModes: nonNil(s.OrderModes),
-		CurrencyBase: s.CurrencyBase, CurrencyProfit: s.CurrencyProfit, CurrencyMargin: s.CurrencyMargin,
-		SwapMode: s.SwapMode, SwapLong: plain(s.SwapLong), SwapShort: plain(s.SwapShort), Swap3Days: s.Swap3Days,
-		Sessions: sessions,
-	}
+	info := SymbolInfo{SymbolSpecOf: events.MapSymbolSpec(s.SymbolSpecOf, plain), Sessions: sessions}
+	info.FillModes, info.ExpirationModes, info.OrderModes = nonNil(s.FillModes), nonNil(s.ExpirationModes), nonNil(s.OrderModes)
+	return info
 }
 
 // nonNil makes an absent list an empty JSON array.

@@ -12,6 +12,8 @@ import (
 	"tradesvc/infra/kafka"
 	"tradesvc/infra/testenv"
 	"tradesvc/projections"
+
+	"github.com/cockroachdb/apd/v3"
 )
 
 type dlqList struct {
@@ -73,8 +75,8 @@ func TestDLQReplayReappliesAParkedEventOnceItsCauseIsRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UnixMilli()
-	if err := appender.Append(ctx, events.TopicReference(), &events.SymbolSpecified{Symbol: "POISON1", Time: now},
-		&events.SymbolSpecified{Symbol: "AFTER1", Time: now}); err != nil {
+	if err := appender.Append(ctx, events.TopicReference(), &events.SymbolSpecified{SymbolSpecOf: events.SymbolSpecOf[apd.Decimal]{Symbol: "POISON1"}, Time: now},
+		&events.SymbolSpecified{SymbolSpecOf: events.SymbolSpecOf[apd.Decimal]{Symbol: "AFTER1"}, Time: now}); err != nil {
 		t.Fatal(err)
 	}
 	symbolIn := func(name string) bool {

@@ -15,6 +15,8 @@ import (
 	"tradesvc/events/trading"
 	"tradesvc/gateway"
 	"tradesvc/query"
+
+	"github.com/cockroachdb/apd/v3"
 )
 
 // table is the store behind the fakes: rows by key, safe for concurrent use, and a failure
@@ -298,7 +300,7 @@ var ErrDown = errors.New("gwtest: store down")
 
 // EURUSD is a 5-digit FX specification for tests.
 func EURUSD() trading.SymbolSpec {
-	return trading.SymbolSpec{
+	return trading.SymbolSpec{SymbolSpecOf: events.SymbolSpecOf[apd.Decimal]{
 		Symbol: "EURUSD", Description: "Euro vs US Dollar", Digits: 5,
 		TickSize: dec.MustParse("0.00001"), TickValue: dec.MustParse("1"), ContractSize: dec.MustParse("100000"),
 		VolumeMin: dec.MustParse("0.01"), VolumeMax: dec.MustParse("100"), VolumeStep: dec.MustParse("0.01"),
@@ -306,7 +308,7 @@ func EURUSD() trading.SymbolSpec {
 		FillModes: []string{"FOK", "IOC"}, ExpirationModes: []string{"GTC", "DAY", "GTD", "GTD_DAY"},
 		OrderModes:   []string{"MARKET", "LIMIT", "STOP", "STOP_LIMIT", "SL", "TP", "CLOSE_BY"},
 		CurrencyBase: "EUR", CurrencyProfit: "USD", CurrencyMargin: "EUR",
-		SwapMode: "BY_POINTS", SwapLong: dec.MustParse("-7.5"), SwapShort: dec.MustParse("2.1"), Swap3Days: "WEDNESDAY",
+		SwapMode: "BY_POINTS", SwapLong: dec.MustParse("-7.5"), SwapShort: dec.MustParse("2.1"), Swap3Days: "WEDNESDAY"},
 		Sessions: [7][]events.Session{
 			trading.Monday: {{Open: "00:00", Close: "24:00"}}, trading.Tuesday: {{Open: "00:00", Close: "24:00"}},
 			trading.Wednesday: {{Open: "00:00", Close: "24:00"}}, trading.Thursday: {{Open: "00:00", Close: "24:00"}},

@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
 	"github.com/fasthttp/websocket"
 	"github.com/gofiber/fiber/v2"
 
+	"tradesvc/events"
 	"tradesvc/events/dec"
 	"tradesvc/events/trading"
 	"tradesvc/gateway/wstest"
@@ -28,7 +30,7 @@ type fakeSymbols map[string]int32
 
 func (f fakeSymbols) Symbol(_ context.Context, name string) (trading.SymbolSpec, bool, error) {
 	d, ok := f[name]
-	return trading.SymbolSpec{Symbol: name, Digits: d}, ok, nil
+	return trading.SymbolSpec{SymbolSpecOf: events.SymbolSpecOf[apd.Decimal]{Symbol: name, Digits: d}}, ok, nil
 }
 
 var testSymbols = fakeSymbols{"BTCUSD": 2, "EURUSD": 5, "ETHUSD": 2}

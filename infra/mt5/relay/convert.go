@@ -5,43 +5,26 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/infra/mt5"
+
+	"github.com/cockroachdb/apd/v3"
 )
 
 // Conversions from the trade-server port to the event catalogue. Enumerations of reference
 // data leave here as the spec's names; trade facts keep the raw platform integers.
 
-func flagNames(mask int, names []string) []string {
-	out := []string{}
-	for bit, name := range names {
-		if mask&(1<<bit) != 0 {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-var (
-	fillModeNames       = []string{"FOK", "IOC", "BOC"}
-	expirationModeNames = []string{"GTC", "DAY", "GTD", "GTD_DAY"}
-	orderModeNames      = []string{"MARKET", "LIMIT", "STOP", "STOP_LIMIT", "SL", "TP", "CLOSE_BY"}
-)
-
 func hhmm(minutes int) string { return fmt.Sprintf("%02d:%02d", minutes/60, minutes%60) }
 
 func symbolEvent(s mt5.Symbol, now int64) *events.SymbolSpecified {
-	e := &events.SymbolSpecified{
+	e := &events.SymbolSpecified{Time: now, SymbolSpecOf: events.SymbolSpecOf[apd.Decimal]{
 		Symbol: s.Name, Description: s.Description, Digits: int32(s.Digits),
 		TickSize: s.TickSize, TickValue: s.TickValue, ContractSize: s.ContractSize,
 		VolumeMin: s.VolumeMin, VolumeMax: s.VolumeMax, VolumeStep: s.VolumeStep,
 		StopsLevel: int32(s.StopsLevel), FreezeLevel: int32(s.FreezeLevel),
 		TradeMode: s.TradeMode.String(), ExecutionMode: s.ExecutionMode.String(),
-		FillModes:       flagNames(int(s.FillFlags), fillModeNames),
-		ExpirationModes: flagNames(int(s.ExpirationModes), expirationModeNames),
-		OrderModes:      flagNames(int(s.OrderModes), orderModeNames),
-		CurrencyBase:    s.CurrencyBase, CurrencyProfit: s.CurrencyProfit, CurrencyMargin: s.CurrencyMargin,
-		SwapMode: s.SwapMode.String(), SwapLong: s.SwapLong, SwapShort: s.SwapShort,
-		Swap3Days: s.Swap3Days.String(), Time: now,
-	}
+		FillModes: s.FillFlags.Names(), ExpirationModes: s.ExpirationModes.Names(), OrderModes: s.OrderModes.Names(),
+		CurrencyBase: s.CurrencyBase, CurrencyProfit: s.CurrencyProfit, CurrencyMargin: s.CurrencyMargin,
+		SwapMode: s.SwapMode.String(), SwapLong: s.SwapLong, SwapShort: s.SwapShort, Swap3Days: s.Swap3Days.String(),
+	}}
 	for day, sessions := range s.Sessions {
 		e.Sessions[day] = []events.Session{}
 		for _, ss := range sessions {
