@@ -33,7 +33,7 @@ func (c *client) synced() []string {
 	}
 }
 
-func keys(m map[string]json.RawMessage) string {
+func fieldNames(m map[string]json.RawMessage) string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
 		ks = append(ks, k)
@@ -50,8 +50,8 @@ func TestTickStreamCarriesExactlyTheSpecFieldsAtTheSymbolDigits(t *testing.T) {
 	}
 	ts.srv.Market().TickApplied(tickQuote("BTCUSD", "60000.5", 1_700_000_000_123))
 	m := c.next()
-	if keys(m) != "E,T,a,ad,b,bd,e,l,s,v" {
-		t.Fatalf("tick fields = %s, want exactly e E s b a l v bd ad T", keys(m))
+	if fieldNames(m) != "E,T,a,ad,b,bd,e,l,s,v" {
+		t.Fatalf("tick fields = %s, want exactly e E s b a l v bd ad T", fieldNames(m))
 	}
 	want := map[string]string{"e": `"tick"`, "s": `"BTCUSD"`, "b": `"60000.50"`, "a": `"60001.50"`, "l": `"60000.50"`,
 		"v": "3", "bd": "1", "ad": "-1", "T": "1700000000123"}
@@ -77,7 +77,7 @@ func TestCombinedStreamWrapsEachPayloadWithItsStreamName(t *testing.T) {
 	if err := json.Unmarshal(m["data"], &data); err != nil {
 		t.Fatalf("data %s", m["data"])
 	}
-	if keys(data) != "A,B,E,T,a,b,e,s" || string(data["b"]) != `"10.00"` || string(data["B"]) != `"0"` || string(data["A"]) != `"0"` {
+	if fieldNames(data) != "A,B,E,T,a,b,e,s" || string(data["b"]) != `"10.00"` || string(data["B"]) != `"0"` || string(data["A"]) != `"0"` {
 		t.Fatalf("bookTicker payload = %s", m["data"])
 	}
 }

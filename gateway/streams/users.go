@@ -2,13 +2,13 @@ package streams
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"tradesvc/events"
+	"tradesvc/infra/keys"
 	"tradesvc/query"
 )
 
@@ -94,40 +94,17 @@ var (
 // stream names always contain, so /ws/<name> tells the two apart).
 const listenKeyLen = 64
 
-const alphanumeric = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-
 // newListenKey draws a listen key from crypto/rand (about 380 bits).
 func newListenKey() (string, error) {
-	b := make([]byte, 0, listenKeyLen)
-	var buf [96]byte
-	for len(b) < listenKeyLen {
-		if _, err := rand.Read(buf[:]); err != nil {
-			return "", fmt.Errorf("streams: draw listen key: %w", err)
-		}
-		for _, x := range buf {
-			// 248 is the largest multiple of 62 below 256: rejecting above it keeps every
-			// character equally likely.
-			if x < 248 && len(b) < listenKeyLen {
-				b = append(b, alphanumeric[x%62])
-			}
-		}
+	k, err := keys.RandomString(listenKeyLen)
+	if err != nil {
+		return "", fmt.Errorf("streams: draw listen key: %w", err)
 	}
-	return string(b), nil
+	return k, nil
 }
 
 // validListenKey reports whether s has the shape of a listen key.
-func validListenKey(s string) bool {
-	if len(s) != listenKeyLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') {
-			return false
-		}
-	}
-	return true
-}
+func validListenKey(s string) bool { return keys.IsRandomString(s, listenKeyLen) }
 
 // CreateListenKey answers POST /v1/listenKey: the API key's active listen key while it lives,
 // else a new one.

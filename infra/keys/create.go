@@ -40,11 +40,11 @@ func (s *Store) Create(ctx context.Context, p CreateParams) (Created, error) {
 	if p.Limits.WeightPerMinute < 0 || p.Limits.Orders10s < 0 || p.Limits.Orders1m < 0 {
 		return Created{}, errors.New("keys: negative rate limit")
 	}
-	apiKey, err := randomString(CredentialLength)
+	apiKey, err := RandomString(CredentialLength)
 	if err != nil {
 		return Created{}, err
 	}
-	secret, err := randomString(CredentialLength)
+	secret, err := RandomString(CredentialLength)
 	if err != nil {
 		return Created{}, err
 	}

@@ -32,3 +32,17 @@ func Until(ctx context.Context, ch <-chan struct{}) error {
 		return ctx.Err()
 	}
 }
+
+// Every calls f every period, the first time one period from now, until ctx ends.
+func Every(ctx context.Context, period time.Duration, f func()) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}

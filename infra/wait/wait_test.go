@@ -32,3 +32,16 @@ func TestUntilReturnsOnTheSignalOrWithItsContext(t *testing.T) {
 		t.Fatalf("Until with its context cancelled = %v", err)
 	}
 }
+
+func TestEveryCallsUntilItsContextEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	Every(ctx, time.Millisecond, func() {
+		if calls++; calls == 3 {
+			cancel()
+		}
+	})
+	if calls != 3 {
+		t.Fatalf("Every called f %d times before its context ended, want 3", calls)
+	}
+}

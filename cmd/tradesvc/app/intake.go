@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"tradesvc/infra/wait"
 	"tradesvc/projections"
 )
 
@@ -99,18 +100,12 @@ func (a *App) reportRelayIntake(ctx context.Context) error {
 // everyReport runs report every projections.IntakeReportEvery (each within that time) until
 // ctx ends.
 func everyReport(ctx context.Context, report func(context.Context)) error {
-	t := time.NewTicker(projections.IntakeReportEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	wait.Every(ctx, projections.IntakeReportEvery, func() {
 		rctx, cancel := context.WithTimeout(ctx, projections.IntakeReportEvery)
 		report(rctx)
 		cancel()
-	}
+	})
+	return nil
 }
 
 // reportIntake writes one report and logs when reports start or stop failing (a report that

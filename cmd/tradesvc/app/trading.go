@@ -8,6 +8,7 @@ import (
 
 	"tradesvc/command"
 	"tradesvc/infra/kafka"
+	"tradesvc/infra/wait"
 	"tradesvc/projections"
 	"tradesvc/query"
 )
@@ -80,18 +81,11 @@ func (a *App) commandHandlers(trading *projections.TradingReader, ref *projectio
 // purgeRecords deletes long-expired idempotency records every ten minutes until ctx ends
 // (every gateway does; the DELETE is idempotent).
 func (a *App) purgeRecords(ctx context.Context, records *command.Records) {
-	t := time.NewTicker(10 * time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := records.Purge(ctx); err != nil && ctx.Err() == nil {
-				a.log.Warn("purge idempotency records", "err", err)
-			} else if n > 0 {
-				a.log.Info("purged expired idempotency records", "records", n)
-			}
+	wait.Every(ctx, 10*time.Minute, func() {
+		if n, err := records.Purge(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("purge idempotency records", "err", err)
+		} else if n > 0 {
+			a.log.Info("purged expired idempotency records", "records", n)
 		}
-	}
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"tradesvc/infra/mt5"
+	"tradesvc/infra/wait"
 )
 
 // Clock tells the simulator the time; tests inject a settable one.
@@ -177,26 +178,13 @@ func Open(cfg Config) (*Sim, error) {
 	go func() { defer s.wg.Done(); s.jr.run(ctx) }()
 	if cfg.TickInterval > 0 {
 		s.wg.Add(1)
-		go func() { defer s.wg.Done(); s.loop(ctx, cfg.TickInterval, func() { s.GenerateTicks(1) }) }()
+		go func() { defer s.wg.Done(); wait.Every(ctx, cfg.TickInterval, func() { s.GenerateTicks(1) }) }()
 	}
 	if cfg.HousekeepInterval > 0 {
 		s.wg.Add(1)
-		go func() { defer s.wg.Done(); s.loop(ctx, cfg.HousekeepInterval, s.housekeepLogged) }()
+		go func() { defer s.wg.Done(); wait.Every(ctx, cfg.HousekeepInterval, s.housekeepLogged) }()
 	}
 	return s, nil
-}
-
-func (s *Sim) loop(ctx context.Context, every time.Duration, f func()) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			f()
-		}
-	}
 }
 
 // housekeepLogged is the background loop's Housekeep: nobody waits for it, so a journal
