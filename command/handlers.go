@@ -2,10 +2,10 @@ package command
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"tradesvc/events/trading"
+	"tradesvc/infra/check"
 )
 
 // Handlers are every command handler of the service (the Commands half of the application).
@@ -44,21 +44,16 @@ type Deps struct {
 
 // Validate reports every missing dependency at once.
 func (d Deps) Validate() error {
-	var errs []error
-	need := func(ok bool, what string) {
-		if !ok {
-			errs = append(errs, errors.New("command: no "+what))
-		}
-	}
-	need(d.Records != nil, "idempotency records")
-	need(d.Tags != nil, "correlation tags")
-	need(d.Log != nil, "appender")
-	need(d.Operations != nil, "operations read model")
-	need(d.Orders != nil, "orders read model")
-	need(d.Positions != nil, "positions read model")
-	need(d.Symbols != nil, "symbols read model")
-	need(d.Quotes != nil, "quotes")
-	return errors.Join(errs...)
+	var errs check.Problems
+	errs.If(d.Records == nil, "command: no idempotency records")
+	errs.If(d.Tags == nil, "command: no correlation tags")
+	errs.If(d.Log == nil, "command: no appender")
+	errs.If(d.Operations == nil, "command: no operations read model")
+	errs.If(d.Orders == nil, "command: no orders read model")
+	errs.If(d.Positions == nil, "command: no positions read model")
+	errs.If(d.Symbols == nil, "command: no symbols read model")
+	errs.If(d.Quotes == nil, "command: no quotes")
+	return errs.Err()
 }
 
 // NewHandlers builds every command handler.

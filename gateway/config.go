@@ -2,13 +2,13 @@ package gateway
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"tradesvc/gateway/ratelimit"
 	"tradesvc/gateway/streams"
+	"tradesvc/infra/check"
 )
 
 // Config configures the gateway. Zero values take the documented defaults (WithDefaults).
@@ -104,24 +104,14 @@ func (c Config) WithDefaults() Config {
 
 // Validate reports configuration errors (after defaults).
 func (c Config) Validate() error {
-	var errs []error
-	if c.TLS == nil || (len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil) {
-		errs = append(errs, errors.New("gateway: TLS config with a certificate is required"))
-	}
-	if c.ReadBufferSize < 4096 {
-		errs = append(errs, errors.New("gateway: ReadBufferSize must be at least 4096"))
-	}
-	if c.BodyLimit <= 0 {
-		errs = append(errs, errors.New("gateway: BodyLimit must be positive"))
-	}
-	if c.ReadTimeout <= 0 || c.WriteTimeout <= 0 || c.IdleTimeout <= 0 {
-		errs = append(errs, errors.New("gateway: timeouts must be positive"))
-	}
+	var errs check.Problems
+	errs.If(c.TLS == nil || (len(c.TLS.Certificates) == 0 && c.TLS.GetCertificate == nil && c.TLS.GetConfigForClient == nil), "gateway: TLS config with a certificate is required")
+	errs.If(c.ReadBufferSize < 4096, "gateway: ReadBufferSize must be at least 4096")
+	errs.If(c.BodyLimit <= 0, "gateway: BodyLimit must be positive")
+	errs.If(c.ReadTimeout <= 0 || c.WriteTimeout <= 0 || c.IdleTimeout <= 0, "gateway: timeouts must be positive")
 	if c.KeyCacheTTL < 0 || c.KeyCacheTTL > 2*time.Second {
-		errs = append(errs, fmt.Errorf("gateway: KeyCacheTTL %v outside 0..2s", c.KeyCacheTTL))
+		errs.Add(fmt.Errorf("gateway: KeyCacheTTL %v outside 0..2s", c.KeyCacheTTL))
 	}
-	if c.MaxParams <= 0 {
-		errs = append(errs, errors.New("gateway: MaxParams must be positive"))
-	}
-	return errors.Join(errs...)
+	errs.If(c.MaxParams <= 0, "gateway: MaxParams must be positive")
+	return errs.Err()
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tradesvc/gateway/ratelimit"
+	"tradesvc/infra/check"
 	"tradesvc/query"
 )
 
@@ -71,14 +72,9 @@ type Deps struct {
 
 // Validate reports missing dependencies.
 func (d Deps) Validate() error {
-	var errs []error
-	check := func(ok bool, name string) {
-		if !ok {
-			errs = append(errs, errors.New("gateway: missing dependency "+name))
-		}
-	}
-	check(d.Keys != nil, "Keys")
-	check(d.Switches != nil, "Switches")
-	check(d.Accounts != nil, "Accounts")
-	return errors.Join(errs...)
+	var errs check.Problems
+	errs.If(d.Keys == nil, "gateway: missing dependency Keys")
+	errs.If(d.Switches == nil, "gateway: missing dependency Switches")
+	errs.If(d.Accounts == nil, "gateway: missing dependency Accounts")
+	return errs.Err()
 }

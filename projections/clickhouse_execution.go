@@ -18,6 +18,7 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/events/trading"
+	"tradesvc/infra/check"
 	"tradesvc/infra/kafka/batch"
 )
 
@@ -45,14 +46,10 @@ type ExecutionQuality struct {
 // NewExecutionQuality builds the projection: rows go to conn, reference data (symbols'
 // tick values, accounts' currencies) comes from the reference read models on refPool.
 func NewExecutionQuality(conn driver.Conn, refPool *pgxpool.Pool, log *slog.Logger) (*ExecutionQuality, error) {
-	var errs []error
-	if conn == nil {
-		errs = append(errs, errors.New("projections: execution quality needs a ClickHouse connection"))
-	}
-	if refPool == nil {
-		errs = append(errs, errors.New("projections: execution quality needs the reference read models' pool"))
-	}
-	if err := errors.Join(errs...); err != nil {
+	var errs check.Problems
+	errs.If(conn == nil, "projections: execution quality needs a ClickHouse connection")
+	errs.If(refPool == nil, "projections: execution quality needs the reference read models' pool")
+	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	if log == nil {

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"time"
+	"tradesvc/infra/check"
 )
 
 // Limits are one key's bucket sizes. Zero fields fall back to the limiter's defaults.
@@ -70,23 +71,17 @@ func (c Config) Policy() Policy { return Policy{BanSteps: c.BanSteps, ForgiveAft
 
 // Validate reports configuration errors.
 func (c Config) Validate() error {
-	var errs []error
-	if c.Defaults.WeightPerMinute <= 0 || c.Defaults.Orders10s <= 0 || c.Defaults.Orders1m <= 0 {
-		errs = append(errs, errors.New("ratelimit: default limits must be positive"))
-	}
-	if len(c.BanSteps) == 0 {
-		errs = append(errs, errors.New("ratelimit: at least one ban step is required"))
-	}
+	var errs check.Problems
+	errs.If(c.Defaults.WeightPerMinute <= 0 || c.Defaults.Orders10s <= 0 || c.Defaults.Orders1m <= 0, "ratelimit: default limits must be positive")
+	errs.If(len(c.BanSteps) == 0, "ratelimit: at least one ban step is required")
 	for _, s := range c.BanSteps {
 		if s <= 0 {
-			errs = append(errs, errors.New("ratelimit: ban steps must be positive"))
+			errs.Add(errors.New("ratelimit: ban steps must be positive"))
 			break
 		}
 	}
-	if c.ForgiveAfter <= 0 {
-		errs = append(errs, errors.New("ratelimit: ForgiveAfter must be positive"))
-	}
-	return errors.Join(errs...)
+	errs.If(c.ForgiveAfter <= 0, "ratelimit: ForgiveAfter must be positive")
+	return errs.Err()
 }
 
 // Outcome is the verdict on one charge.

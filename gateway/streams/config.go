@@ -5,10 +5,10 @@
 package streams
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
+	"tradesvc/infra/check"
 )
 
 // Config configures the streams. Zero values take the spec's defaults (WithDefaults); the
@@ -120,30 +120,28 @@ func (c Config) WithDefaults() Config {
 
 // Validate reports every configuration error at once (after defaults).
 func (c Config) Validate() error {
-	var errs []error
+	var errs check.Problems
 	positive := map[string]time.Duration{"PingInterval": c.PingInterval, "PongTimeout": c.PongTimeout,
 		"Lifetime": c.Lifetime, "WriteTimeout": c.WriteTimeout, "CloseGrace": c.CloseGrace,
 		"SymbolRefresh": c.SymbolRefresh, "ListenKeyLifetime": c.ListenKeyLifetime, "UserRecheck": c.UserRecheck}
 	for name, d := range positive {
 		if d <= 0 {
-			errs = append(errs, fmt.Errorf("streams: %s must be positive, got %v", name, d))
+			errs.Add(fmt.Errorf("streams: %s must be positive, got %v", name, d))
 		}
 	}
 	counts := map[string]int{"MaxStreams": c.MaxStreams, "MaxMessageRate": c.MaxMessageRate,
 		"MaxConnsPerAddr": c.MaxConnsPerAddr, "MaxConns": c.MaxConns, "SendQueue": c.SendQueue, "UserBuffer": c.UserBuffer}
 	for name, n := range counts {
 		if n <= 0 {
-			errs = append(errs, fmt.Errorf("streams: %s must be positive, got %d", name, n))
+			errs.Add(fmt.Errorf("streams: %s must be positive, got %d", name, n))
 		}
 	}
-	if c.MaxMessageBytes <= 0 {
-		errs = append(errs, errors.New("streams: MaxMessageBytes must be positive"))
-	}
+	errs.If(c.MaxMessageBytes <= 0, "streams: MaxMessageBytes must be positive")
 	if c.CoalescePerConn < 0 {
-		errs = append(errs, fmt.Errorf("streams: CoalescePerConn must not be negative, got %v", c.CoalescePerConn))
+		errs.Add(fmt.Errorf("streams: CoalescePerConn must not be negative, got %v", c.CoalescePerConn))
 	}
 	if c.Coalesce >= 0 && c.CoalesceMax < c.Coalesce {
-		errs = append(errs, fmt.Errorf("streams: CoalesceMax (%v) must be at least Coalesce (%v)", c.CoalesceMax, c.Coalesce))
+		errs.Add(fmt.Errorf("streams: CoalesceMax (%v) must be at least Coalesce (%v)", c.CoalesceMax, c.Coalesce))
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"tradesvc/events"
+	"tradesvc/infra/check"
 	"tradesvc/query"
 )
 
@@ -29,14 +30,10 @@ type Deps struct {
 
 // Validate reports missing dependencies.
 func (d Deps) Validate() error {
-	var errs []error
-	if d.Symbols == nil {
-		errs = append(errs, errors.New("streams: missing dependency Symbols"))
-	}
-	if d.Changes != nil && (d.ListenKeys == nil || d.Keys == nil || d.Switches == nil) {
-		errs = append(errs, errors.New("streams: the user data stream needs ListenKeys, Keys and Switches"))
-	}
-	return errors.Join(errs...)
+	var errs check.Problems
+	errs.If(d.Symbols == nil, "streams: missing dependency Symbols")
+	errs.If(d.Changes != nil && (d.ListenKeys == nil || d.Keys == nil || d.Switches == nil), "streams: the user data stream needs ListenKeys, Keys and Switches")
+	return errs.Err()
 }
 
 // Server serves the market streams and the user data stream on a Fiber app: Mount the

@@ -14,10 +14,10 @@ package clickhouse
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"time"
+	"tradesvc/infra/check"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -42,18 +42,14 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Validate reports every problem of the configuration at once.
 func (c Config) Validate() error {
-	var errs []error
-	if c.Addr == "" {
-		errs = append(errs, errors.New("clickhouse: Addr is empty"))
-	}
+	var errs check.Problems
+	errs.If(c.Addr == "", "clickhouse: Addr is empty")
 	// The name is spliced into CREATE DATABASE, so it must be a plain identifier.
 	if !identifier.MatchString(c.Database) {
-		errs = append(errs, fmt.Errorf("clickhouse: database %q is not a plain identifier", c.Database))
+		errs.Add(fmt.Errorf("clickhouse: database %q is not a plain identifier", c.Database))
 	}
-	if c.MaxOpenConns < 0 {
-		errs = append(errs, errors.New("clickhouse: MaxOpenConns is negative"))
-	}
-	return errors.Join(errs...)
+	errs.If(c.MaxOpenConns < 0, "clickhouse: MaxOpenConns is negative")
+	return errs.Err()
 }
 
 func (c Config) options(database string) *clickhouse.Options {

@@ -3,7 +3,6 @@
 package config
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -12,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"tradesvc/infra/check"
 )
 
 // Roles a process can run.
@@ -186,13 +186,11 @@ func Load(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, 
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	var errs []error
+	var errs check.Problems
 	for i, st := range set {
-		if err := st.parse(st.flag, strings.TrimSpace(raw[i])); err != nil {
-			errs = append(errs, err)
-		}
+		errs.Add(st.parse(st.flag, strings.TrimSpace(raw[i])))
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errs.Err(); err != nil {
 		return c, err
 	}
 	if c.MasterKeyFile == "" {
@@ -211,51 +209,33 @@ func FromEnv() (Config, error) {
 
 // Validate reports every problem at once.
 func (c Config) Validate() error {
-	var errs []error
+	var errs check.Problems
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		errs = append(errs, fmt.Errorf("listen %q: %w", c.Listen, err))
+		errs.Add(fmt.Errorf("listen %q: %w", c.Listen, err))
 	}
-	if c.RunDir == "" {
-		errs = append(errs, errors.New("run-dir is empty"))
-	}
-	if len(c.KafkaBrokers) == 0 {
-		errs = append(errs, errors.New("kafka-brokers is empty"))
-	}
-	if c.PGURL == "" {
-		errs = append(errs, errors.New("pg-url is empty"))
-	}
-	if c.CHAddr == "" || c.CHDatabase == "" {
-		errs = append(errs, errors.New("ch-addr and ch-database are required"))
-	}
-	if (c.TLSCert == "") != (c.TLSKey == "") {
-		errs = append(errs, errors.New("tls-cert and tls-key go together"))
-	}
-	if len(c.Roles) == 0 {
-		errs = append(errs, errors.New("roles is empty"))
-	}
+	errs.If(c.RunDir == "", "run-dir is empty")
+	errs.If(len(c.KafkaBrokers) == 0, "kafka-brokers is empty")
+	errs.If(c.PGURL == "", "pg-url is empty")
+	errs.If(c.CHAddr == "" || c.CHDatabase == "", "ch-addr and ch-database are required")
+	errs.If((c.TLSCert == "") != (c.TLSKey == ""), "tls-cert and tls-key go together")
+	errs.If(len(c.Roles) == 0, "roles is empty")
 	for _, r := range c.Roles {
 		if !slices.Contains(AllRoles(), r) {
-			errs = append(errs, fmt.Errorf("unknown role %q (want %s)", r, strings.Join(AllRoles(), ",")))
+			errs.Add(fmt.Errorf("unknown role %q (want %s)", r, strings.Join(AllRoles(), ",")))
 		}
 	}
 	if c.RateLimitStore != RateLimitMemory && c.RateLimitStore != RateLimitPostgres {
-		errs = append(errs, fmt.Errorf("rate-limit-store %q: want %s or %s", c.RateLimitStore, RateLimitMemory, RateLimitPostgres))
+		errs.Add(fmt.Errorf("rate-limit-store %q: want %s or %s", c.RateLimitStore, RateLimitMemory, RateLimitPostgres))
 	}
-	if c.DispatchWindow <= 0 {
-		errs = append(errs, errors.New("dispatch-window must be positive"))
-	}
-	if c.SendTimeout <= 0 {
-		errs = append(errs, errors.New("send-timeout must be positive"))
-	}
-	if c.QuoteMaxAge <= 0 {
-		errs = append(errs, errors.New("quote-max-age must be positive"))
-	}
+	errs.If(c.DispatchWindow <= 0, "dispatch-window must be positive")
+	errs.If(c.SendTimeout <= 0, "send-timeout must be positive")
+	errs.If(c.QuoteMaxAge <= 0, "quote-max-age must be positive")
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
-		errs = append(errs, fmt.Errorf("log-level %q: want debug, info, warn or error", c.LogLevel))
+		errs.Add(fmt.Errorf("log-level %q: want debug, info, warn or error", c.LogLevel))
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // Has reports whether the process runs role.

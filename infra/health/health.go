@@ -7,7 +7,6 @@ package health
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"tradesvc/infra/check"
 )
 
 // Probe checks one dependency: nil when it answers. It must return within its context.
@@ -70,14 +70,10 @@ type Config struct {
 
 // Validate reports every problem at once.
 func (c Config) Validate() error {
-	var errs []error
-	if c.Now == nil {
-		errs = append(errs, errors.New("health: no clock"))
-	}
-	if c.Interval < 0 || c.ProbeTimeout < 0 {
-		errs = append(errs, errors.New("health: negative interval or probe timeout"))
-	}
-	return errors.Join(errs...)
+	var errs check.Problems
+	errs.If(c.Now == nil, "health: no clock")
+	errs.If(c.Interval < 0 || c.ProbeTimeout < 0, "health: negative interval or probe timeout")
+	return errs.Err()
 }
 
 // Monitor probes the dependencies and asks the roles for their reports every Interval, and

@@ -8,10 +8,10 @@
 package kafka
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
+	"tradesvc/infra/check"
 
 	"github.com/IBM/sarama"
 	"github.com/rcrowley/go-metrics"
@@ -46,25 +46,21 @@ type Config struct {
 
 // Validate reports every problem of the configuration at once.
 func (c Config) Validate() error {
-	var errs []error
-	if len(c.Brokers) == 0 {
-		errs = append(errs, errors.New("kafka: no brokers"))
-	}
+	var errs check.Problems
+	errs.If(len(c.Brokers) == 0, "kafka: no brokers")
 	for _, b := range c.Brokers {
 		if !strings.Contains(b, ":") {
-			errs = append(errs, fmt.Errorf("kafka: broker %q is not host:port", b))
+			errs.Add(fmt.Errorf("kafka: broker %q is not host:port", b))
 		}
 	}
 	for _, r := range c.TopicPrefix {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			errs = append(errs, fmt.Errorf("kafka: topic prefix %q: only letters, digits, '.', '_' and '-' are legal in topic names", c.TopicPrefix))
+			errs.Add(fmt.Errorf("kafka: topic prefix %q: only letters, digits, '.', '_' and '-' are legal in topic names", c.TopicPrefix))
 			break
 		}
 	}
-	if c.ReplicationFactor < 0 {
-		errs = append(errs, errors.New("kafka: negative replication factor"))
-	}
-	return errors.Join(errs...)
+	errs.If(c.ReplicationFactor < 0, "kafka: negative replication factor")
+	return errs.Err()
 }
 
 // Topic returns the physical name of a logical topic or consumer group: the prefix plus the name.

@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"tradesvc/infra/check"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -30,14 +31,12 @@ type Config struct {
 
 // Validate reports every problem of the configuration at once.
 func (c Config) Validate() error {
-	var errs []error
-	if c.Pool == nil {
-		errs = append(errs, errors.New("keys: no database pool"))
-	}
+	var errs check.Problems
+	errs.If(c.Pool == nil, "keys: no database pool")
 	if len(c.MasterKey) != MasterKeySize {
-		errs = append(errs, fmt.Errorf("keys: master key has %d bytes, want %d", len(c.MasterKey), MasterKeySize))
+		errs.Add(fmt.Errorf("keys: master key has %d bytes, want %d", len(c.MasterKey), MasterKeySize))
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // Store issues and looks up API keys. It is safe for concurrent use.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"tradesvc/infra/check"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -32,16 +33,14 @@ type Config struct {
 
 // Validate reports every problem of the configuration at once.
 func (c Config) Validate() error {
-	var errs []error
+	var errs check.Problems
 	if c.URL == "" {
-		errs = append(errs, errors.New("postgres: URL is empty"))
+		errs.Add(errors.New("postgres: URL is empty"))
 	} else if _, err := pgxpool.ParseConfig(c.URL); err != nil {
-		errs = append(errs, fmt.Errorf("postgres: URL: %w", err))
+		errs.Add(fmt.Errorf("postgres: URL: %w", err))
 	}
-	if c.MaxConns < 0 {
-		errs = append(errs, errors.New("postgres: MaxConns is negative"))
-	}
-	return errors.Join(errs...)
+	errs.If(c.MaxConns < 0, "postgres: MaxConns is negative")
+	return errs.Err()
 }
 
 // Open creates the pool and checks that the server answers.

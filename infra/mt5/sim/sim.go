@@ -7,7 +7,6 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -16,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"tradesvc/infra/check"
 	"tradesvc/infra/mt5"
 	"tradesvc/infra/wait"
 )
@@ -67,17 +67,11 @@ type Config struct {
 
 // Validate reports every problem of the configuration.
 func (c Config) Validate() error {
-	var errs []error
-	if c.DataDir == "" {
-		errs = append(errs, errors.New("sim: DataDir is required"))
-	}
-	if c.TickInterval < 0 || c.HousekeepInterval < 0 {
-		errs = append(errs, errors.New("sim: intervals must not be negative"))
-	}
-	if c.TickBuffer < 0 || c.FactWindow < 0 {
-		errs = append(errs, errors.New("sim: buffer sizes must not be negative"))
-	}
-	return errors.Join(errs...)
+	var errs check.Problems
+	errs.If(c.DataDir == "", "sim: DataDir is required")
+	errs.If(c.TickInterval < 0 || c.HousekeepInterval < 0, "sim: intervals must not be negative")
+	errs.If(c.TickBuffer < 0 || c.FactWindow < 0, "sim: buffer sizes must not be negative")
+	return errs.Err()
 }
 
 // Sim is the simulator. All state is guarded by mu; the journal has its own lock.
