@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -68,31 +69,17 @@ func DefaultRetiredPaths() []string {
 
 // WithDefaults returns c with zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
-	if c.BodyLimit == 0 {
-		c.BodyLimit = 64 << 10
-	}
-	if c.ReadTimeout == 0 {
-		c.ReadTimeout = 10 * time.Second
-	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = 10 * time.Second
-	}
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = 120 * time.Second
-	}
-	if c.ReadBufferSize == 0 {
-		c.ReadBufferSize = 16 << 10
-	}
-	if c.KeyCacheTTL == 0 {
-		c.KeyCacheTTL = time.Second
-	}
+	c.BodyLimit = cmp.Or(c.BodyLimit, 64<<10)
+	c.ReadTimeout = cmp.Or(c.ReadTimeout, 10*time.Second)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, 10*time.Second)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, 120*time.Second)
+	c.ReadBufferSize = cmp.Or(c.ReadBufferSize, 16<<10)
+	c.KeyCacheTTL = cmp.Or(c.KeyCacheTTL, time.Second)
 	c.Limits = c.Limits.Or(ratelimit.DefaultLimits())
 	if len(c.BanSteps) == 0 {
 		c.BanSteps = ratelimit.DefaultBanSteps()
 	}
-	if c.MaxParams == 0 {
-		c.MaxParams = 32
-	}
+	c.MaxParams = cmp.Or(c.MaxParams, 32)
 	if c.RetiredPaths == nil {
 		c.RetiredPaths = DefaultRetiredPaths()
 	}

@@ -5,6 +5,7 @@
 package streams
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"time"
@@ -106,9 +107,7 @@ func (c Config) WithDefaults() Config {
 	setInt(&c.MaxConns, 10000)
 	setInt(&c.SendQueue, 1024)
 	setInt(&c.UserBuffer, 1024)
-	if c.MaxMessageBytes == 0 {
-		c.MaxMessageBytes = 64 << 10
-	}
+	c.MaxMessageBytes = cmp.Or(c.MaxMessageBytes, 64<<10)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

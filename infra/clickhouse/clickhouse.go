@@ -13,6 +13,7 @@
 package clickhouse
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"regexp"
@@ -54,13 +55,9 @@ func (c Config) Validate() error {
 
 func (c Config) options(database string) *clickhouse.Options {
 	user := c.Username
-	if user == "" {
-		user = "default"
-	}
+	user = cmp.Or(user, "default")
 	dial := c.DialTimeout
-	if dial == 0 {
-		dial = 10 * time.Second
-	}
+	dial = cmp.Or(dial, 10*time.Second)
 	opts := &clickhouse.Options{
 		Addr:        []string{c.Addr},
 		Protocol:    clickhouse.Native,

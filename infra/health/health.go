@@ -5,6 +5,7 @@
 package health
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -100,12 +101,8 @@ func New(cfg Config) (*Monitor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Interval == 0 {
-		cfg.Interval = 2 * time.Second
-	}
-	if cfg.ProbeTimeout == 0 {
-		cfg.ProbeTimeout = 3 * time.Second
-	}
+	cfg.Interval = cmp.Or(cfg.Interval, 2*time.Second)
+	cfg.ProbeTimeout = cmp.Or(cfg.ProbeTimeout, 3*time.Second)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}

@@ -6,6 +6,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -124,12 +125,8 @@ func Open(cfg Config) (*Sim, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.TickBuffer == 0 {
-		cfg.TickBuffer = 65536
-	}
-	if cfg.FactWindow == 0 {
-		cfg.FactWindow = 65536
-	}
+	cfg.TickBuffer = cmp.Or(cfg.TickBuffer, 65536)
+	cfg.FactWindow = cmp.Or(cfg.FactWindow, 65536)
 	seed, err := ParseSeed(cfg.Seed)
 	if err != nil {
 		return nil, err
