@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"tradesvc/infra/postgres"
 	"tradesvc/query"
 
 	"github.com/jackc/pgx/v5"
@@ -92,23 +93,11 @@ func (s *Store) update(ctx context.Context, set string, apiKeyID int64, listenKe
 	k, err := scan(s.pool.QueryRow(ctx, `UPDATE cmd.listen_keys SET `+set+`
 		WHERE api_key_id = $1 AND deleted_at IS NULL AND expires_at > $3 AND ($2 = '' OR listen_key = $2)
 		RETURNING `+columns, apiKeyID, listenKey, now, at))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return query.ListenKey{}, false, nil
-	}
-	if err != nil {
-		return query.ListenKey{}, false, fmt.Errorf("listenkeys: update: %w", err)
-	}
-	return k, true, nil
+	return postgres.Found(k, err, "listenkeys: update")
 }
 
 // Get reads one listen key, active or not.
 func (s *Store) Get(ctx context.Context, listenKey string) (query.ListenKey, bool, error) {
 	k, err := scan(s.pool.QueryRow(ctx, `SELECT `+columns+` FROM cmd.listen_keys WHERE listen_key = $1`, listenKey))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return query.ListenKey{}, false, nil
-	}
-	if err != nil {
-		return query.ListenKey{}, false, fmt.Errorf("listenkeys: get: %w", err)
-	}
-	return k, true, nil
+	return postgres.Found(k, err, "listenkeys: get")
 }

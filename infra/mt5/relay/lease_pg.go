@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"tradesvc/infra/postgres"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -40,13 +41,7 @@ func (l *PGLease) Acquire(ctx context.Context, owner string, ttl time.Duration) 
 			expires_at = EXCLUDED.expires_at, acquired_at = now()
 		WHERE l.expires_at <= now() OR l.owner = EXCLUDED.owner
 		RETURNING token`, l.name, owner, ttl.Milliseconds()).Scan(&token)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("acquire the relay lease: %w", err)
-	}
-	return token, true, nil
+	return postgres.Found(token, err, "acquire the relay lease")
 }
 
 // Renew extends owner's lease under token by ttl from now; false when the token is no
