@@ -295,10 +295,25 @@ func decText(d *apd.Decimal) *string {
 }
 
 // queueLoadOperations queues the read of the touched operations into *ops; folded are the
-// outcomes this transaction writes with the derived columns (foldOutcomes).
+// outcomes this transaction writes with the derived columns (foldOutcomes). The read joins
+// one outcome per operation, the one foldOutcomes keeps (of the newest attempt, the last):
+// a transaction may hold two of one operation (an outcome and its settlement, or the
+// reconciled copy a redelivered command makes), and two would load the operation twice, and
+// the update would then write it from either row, perhaps the one without the outcome.
 func queueLoadOperations(b *pgx.Batch, tc touched, folded []*events.ExecutionOutcome, ops *[]*loadedOp) {
-	ids, attempts, orders := make([]string, len(folded)), make([]int32, len(folded)), make([]*int64, len(folded))
-	for i, out := range folded {
+	newest := make(map[string]int, len(folded))
+	var ids []string
+	var attempts []int32
+	var orders []*int64
+	for _, out := range folded {
+		i, seen := newest[out.OperationID]
+		if !seen {
+			i = len(ids)
+			newest[out.OperationID] = i
+			ids, attempts, orders = append(ids, ""), append(attempts, 0), append(orders, nil)
+		} else if int32(out.Attempt) < attempts[i] {
+			continue
+		}
 		ids[i], attempts[i], orders[i] = out.OperationID, int32(out.Attempt), nonZero64(out.OrderID)
 	}
 	b.Queue(loadOperationsSQL, tc.ids, tc.tagLogins, tc.tags, tc.orders, tc.positions, ids, attempts, orders).Query(func(rows pgx.Rows) error {
