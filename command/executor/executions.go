@@ -141,6 +141,7 @@ func (s *executions) claim(ctx context.Context, ops []operation, sure func(*oper
 // operation that was never sent (refused before sending) gets its row here, so that a
 // redelivery of its command is skipped as well.
 func (s *executions) decided(ctx context.Context, ds []decision) error {
+	ds = lastOfEach(ds)
 	if len(ds) == 0 {
 		return nil
 	}
@@ -190,6 +191,27 @@ func (s *executions) decided(ctx context.Context, ds []decision) error {
 		return fmt.Errorf("store %d outcomes: %w", n, err)
 	}
 	return nil
+}
+
+// lastOfEach keeps the last decision of each (operation, attempt), in order: the queue may
+// hold two (an outcome and the reconciled copy a redelivered command made while the first
+// was being appended, or a settlement), and one INSERT … ON CONFLICT DO UPDATE cannot write
+// a row twice (the whole statement would fail, every time it is retried).
+func lastOfEach(ds []decision) []decision {
+	last := make(map[opKey]int, len(ds))
+	for i, d := range ds {
+		last[d.op.key()] = i
+	}
+	if len(last) == len(ds) {
+		return ds
+	}
+	out := make([]decision, 0, len(last))
+	for i, d := range ds {
+		if last[d.op.key()] == i {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // decision is what the executor decided for one operation: its outcome (with the time it was
