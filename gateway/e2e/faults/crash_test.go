@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tradesvc/cmd/tradesvc/app/apptest"
+	"tradesvc/gateway/gwclient"
 )
 
 // Postgres is killed with SIGKILL (the postmaster and every backend) while clients place
@@ -31,13 +32,13 @@ func TestPostgresKilledWhileOrdersFlowLosesNothing(t *testing.T) {
 	logins := []int64{1001, 1002}
 	before := fundAndCount(t, svc.App.Sim(), logins)
 
-	flow := startFlow(t, c, logins, "pgkill", 6)
+	flow := startFlow(t, []*gwclient.Client{c}, logins, "pgkill", 6, 5*time.Millisecond)
 	time.Sleep(3 * time.Second)
 	killPostgres9(t, dir, port)
 	time.Sleep(3 * time.Second)
 	startPostgres(t, dir, port)
 	time.Sleep(3 * time.Second)
-	checkExactlyOnce(t, svc, svc.App.Sim(), logins, before, flow.finish())
+	checkExactlyOnce(t, svc, svc.App.Sim(), logins, before, flow.finish(time.Time{}))
 }
 
 // The projector runs in its own process and is killed with SIGKILL twice while clients place
@@ -47,16 +48,16 @@ func TestProjectorKilledMidBatchLosesNothing(t *testing.T) {
 	vars := apptest.Vars(t)
 	projVars := maps.Clone(vars)
 	projVars["TRADESVC_ROLES"] = "projector"
-	projector := child(t, projVars)
 	svcVars := maps.Clone(vars)
-	svcVars["TRADESVC_ROLES"] = "gateway,executor,sim"
+	svcVars["TRADESVC_ROLES"] = "gateway,executor,relay,sim"
 	svc := apptest.Serve(t, apptest.Launch(t, svcVars))
+	projector := child(t, projVars) // after the service: killed before its cleanup deletes the groups
 	c := readyToTrade(t, svc)
 	waitTradable(t, c)
 	logins := []int64{1001, 1002}
 	before := fundAndCount(t, svc.App.Sim(), logins)
 
-	flow := startFlow(t, c, logins, "projkill", 6)
+	flow := startFlow(t, []*gwclient.Client{c}, logins, "projkill", 6, 5*time.Millisecond)
 	for range 2 {
 		time.Sleep(3 * time.Second)
 		kill9(t, projector)
@@ -64,5 +65,5 @@ func TestProjectorKilledMidBatchLosesNothing(t *testing.T) {
 		projector = child(t, projVars)
 	}
 	time.Sleep(3 * time.Second)
-	checkExactlyOnce(t, svc, svc.App.Sim(), logins, before, flow.finish())
+	checkExactlyOnce(t, svc, svc.App.Sim(), logins, before, flow.finish(time.Time{}))
 }

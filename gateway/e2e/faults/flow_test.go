@@ -16,9 +16,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"tradesvc/cmd/tradesvc/app"
 	"tradesvc/cmd/tradesvc/app/apptest"
@@ -47,106 +50,185 @@ func testRunDir(t *testing.T) string {
 	return dir
 }
 
-// orderFlow places MARKET orders from a few clients until stopped, half with ACK and half
-// with RESULT, each retried with the same newClientOrderId until it is acknowledged (HTTP 200
-// ACCEPTED or FILLED), as the spec tells clients to; every acknowledged order is sent once
-// more at once (a retry must be answered from its record and trade nothing).
-type orderFlow struct {
-	t      *testing.T
-	c      *gwclient.Client
-	logins []int64
-	prefix string
-	stop   chan struct{}
-	wg     sync.WaitGroup
-	began  time.Time
+// flow places MARKET orders of 0.01 BTCUSD until it is finished, as clients that follow the
+// spec do: half with ACK and half with RESULT, each sent again with the same
+// newClientOrderId, to the next gateway, until an answer acknowledges it (HTTP 200 with the
+// order's status: it is recorded); a transport error, a 5xx or a -1021 (the request waited
+// out its recvWindow) is retried; any other answer is unexpected and fails the test. Every
+// acknowledged order is sent once more at once, to the next gateway: a client that lost the
+// answer. That copy is answered from the record and must trade nothing.
+type flow struct {
+	t       *testing.T
+	clients []*gwclient.Client // the gateways; attempts of one order go round them
+	logins  []int64
+	prefix  string
+	pause   time.Duration // between two orders of a worker
+	began   time.Time
+	wg      sync.WaitGroup
+	stop    atomic.Bool // no new ids
+	giveUp  atomic.Bool // no more retries either
 
-	mu      sync.Mutex
-	acked   []string
-	refused map[int]int // answers that were not acknowledgements, by code (0: transport error)
+	mu         sync.Mutex
+	orders     []*flowOrder
+	unexpected []string
+	notAcked   map[int]int // answers that did not acknowledge, by code (0: no answer)
+	resends    int         // same-id sends after the first
 }
 
-// startFlow starts workers clients placing 0.01 BTCUSD on logins.
-func startFlow(t *testing.T, c *gwclient.Client, logins []int64, prefix string, workers int) *orderFlow {
-	f := &orderFlow{t: t, c: c, logins: logins, prefix: prefix, stop: make(chan struct{}), refused: map[int]int{},
-		began: time.Now()}
+// flowOrder is one client order id of a flow and what became of it.
+type flowOrder struct {
+	id     string
+	login  int64
+	acked  time.Time // zero: never acknowledged
+	answer string    // the status its acknowledgement carried
+	// Filled in by the split run's watcher (GET /v1/order): the newest status and code, and
+	// when it was first seen FILLED or REJECTED.
+	status string
+	code   int
+	final  time.Time
+	// seen holds every status GET /v1/order has answered for it, and (as "code N") every
+	// error code an answer to its placement carried.
+	seen map[string]bool
+}
+
+// orderAnswer is what the tests read of an answer about an order.
+type orderAnswer struct {
+	Status        string `json:"status"`
+	Code          int    `json:"code"`
+	ClientOrderID string `json:"clientOrderId"`
+	Msg           string `json:"msg"`
+}
+
+// startFlow starts workers clients placing orders on logins through clients, a worker's next
+// order pause after its last was acknowledged. Nothing of it outlives the test.
+func startFlow(t *testing.T, clients []*gwclient.Client, logins []int64, prefix string, workers int, pause time.Duration) *flow {
+	f := &flow{t: t, clients: clients, logins: logins, prefix: prefix, pause: pause, began: time.Now(), notAcked: map[int]int{}}
 	for w := range workers {
 		f.wg.Add(1)
 		go f.run(w)
 	}
+	t.Cleanup(func() { // also when the test failed midway
+		f.stop.Store(true)
+		f.giveUp.Store(true)
+		f.wg.Wait()
+	})
 	return f
 }
 
-func (f *orderFlow) run(w int) {
+func (f *flow) run(w int) {
 	defer f.wg.Done()
-	for i := 0; ; i++ {
-		select {
-		case <-f.stop:
-			return
-		case <-time.After(5 * time.Millisecond):
-		}
-		coid := fmt.Sprintf("%s-%d-%d", f.prefix, w, i)
-		p := url.Values{"login": {strconv.FormatInt(f.logins[(w+i)%len(f.logins)], 10)}, "symbol": {"BTCUSD"},
-			"type": {"MARKET"}, "side": {"BUY"}, "volume": {"0.01"}, "newClientOrderId": {coid}}
+	for i := 0; !f.stop.Load(); i++ {
+		o := &flowOrder{id: fmt.Sprintf("%s-%d-%d", f.prefix, w, i), login: f.logins[(w+i)%len(f.logins)], seen: map[string]bool{}}
+		p := url.Values{"login": {strconv.FormatInt(o.login, 10)}, "symbol": {"BTCUSD"}, "type": {"MARKET"},
+			"side": {"BUY"}, "volume": {"0.01"}, "newClientOrderId": {o.id}}
 		if i%2 == 1 {
 			p.Set("newOrderRespType", "RESULT")
 		}
-		if !f.untilAcked(p) {
-			return
-		}
 		f.mu.Lock()
-		f.acked = append(f.acked, coid)
+		f.orders = append(f.orders, o)
 		f.mu.Unlock()
-		if !f.untilAcked(p) { // the same id again: answered from its record
-			return
+		gw := w + i
+		if f.untilAcked(o, p, gw) {
+			f.resent()
+			f.place(o, p, gw+1) // the same id again: answered from its record
 		}
+		time.Sleep(f.pause)
 	}
 }
 
-// untilAcked sends p until it is acknowledged; false when the order was refused outright (a
-// 4xx: the test has failed) or no acknowledgement came within 2 minutes.
-func (f *orderFlow) untilAcked(p url.Values) bool {
+// untilAcked sends p, from gateway gw on, until it is acknowledged; false when it was not
+// (an unexpected answer, retries given up, or nothing within 2 minutes).
+func (f *flow) untilAcked(o *flowOrder, p url.Values, gw int) bool {
 	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		res, err := f.c.Signed(ctx, http.MethodPost, "/v1/order", p, gwclient.InBody)
-		cancel()
-		var body struct {
-			Code          int    `json:"code"`
-			Status        string `json:"status"`
-			ClientOrderID string `json:"clientOrderId"`
-		}
-		if err == nil {
-			_ = json.Unmarshal(res.Body, &body)
-		}
-		switch {
-		case err == nil && res.Status == http.StatusOK && (body.Status == "ACCEPTED" || body.Status == "FILLED"):
-			if body.ClientOrderID != p.Get("newClientOrderId") {
-				f.t.Errorf("answer for %s names %q", p.Get("newClientOrderId"), body.ClientOrderID)
-			}
-			return true
-		case err == nil && res.Status < 500:
-			f.t.Errorf("order %s refused: %d %s", p.Get("newClientOrderId"), res.Status, res.Body)
+	for attempt := 0; !f.giveUp.Load(); attempt++ {
+		if time.Now().After(deadline) {
+			f.note("order %s not acknowledged within 2 minutes", o.id)
 			return false
 		}
-		f.mu.Lock()
-		f.refused[body.Code]++
-		f.mu.Unlock()
+		if attempt > 0 {
+			f.resent()
+		}
+		status, retry := f.place(o, p, gw+attempt)
+		if status != "" {
+			f.mu.Lock()
+			o.acked, o.answer = time.Now(), status
+			f.mu.Unlock()
+			return true
+		}
+		if !retry {
+			return false
+		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	f.t.Errorf("order %s not acknowledged within 2 minutes", p.Get("newClientOrderId"))
 	return false
 }
 
-// finish stops new orders, lets every client get its current one acknowledged, and returns
-// the acknowledged client order ids.
-func (f *orderFlow) finish() []string {
-	close(f.stop)
+// place sends p once to gateway gw (modulo their number) and returns the status of an
+// acknowledgement, or whether the client is to send the order again.
+func (f *flow) place(o *flowOrder, p url.Values, gw int) (status string, retry bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := f.clients[gw%len(f.clients)].Signed(ctx, http.MethodPost, "/v1/order", p, gwclient.InBody)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err != nil {
+		f.notAcked[0]++
+		o.seen["no answer"] = true
+		return "", true // the gateway is down or the answer was lost
+	}
+	var a orderAnswer
+	_ = json.Unmarshal(res.Body, &a)
+	if res.Status == http.StatusOK && a.Status != "" {
+		if a.ClientOrderID != o.id {
+			f.unexpected = append(f.unexpected, fmt.Sprintf("%s: answered for %q: %s", o.id, a.ClientOrderID, res.Body))
+		}
+		return a.Status, false
+	}
+	f.notAcked[a.Code]++
+	o.seen[fmt.Sprintf("code %d", a.Code)] = true
+	if res.Status >= 500 || a.Code == -1021 {
+		return "", true // not recorded, or not known to be: -1000, -1001, -1008, -5008, -5009, -5015
+	}
+	f.unexpected = append(f.unexpected, fmt.Sprintf("%s: unexpected answer %d %s", o.id, res.Status, res.Body))
+	return "", false
+}
+
+func (f *flow) resent() {
+	f.mu.Lock()
+	f.resends++
+	f.mu.Unlock()
+}
+
+func (f *flow) note(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.unexpected = append(f.unexpected, fmt.Sprintf(format, args...))
+}
+
+// finish stops new ids and waits for the workers: each gets its current order acknowledged,
+// retrying until giveUpAt (zero: as long as untilAcked does). It fails the test for every
+// unexpected answer, and returns the acknowledged client order ids.
+func (f *flow) finish(giveUpAt time.Time) []string {
+	f.stop.Store(true)
+	if !giveUpAt.IsZero() {
+		timer := time.AfterFunc(time.Until(giveUpAt), func() { f.giveUp.Store(true) })
+		defer timer.Stop()
+	}
 	f.wg.Wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.t.Logf("%d orders acknowledged in %s; answers meanwhile that were not, by code: %v", len(f.acked),
-		time.Since(f.began).Round(time.Second), f.refused)
-	return append([]string(nil), f.acked...)
+	for _, u := range f.unexpected {
+		f.t.Error(u)
+	}
+	var acked []string
+	for _, o := range f.orders {
+		if !o.acked.IsZero() {
+			acked = append(acked, o.id)
+		}
+	}
+	f.t.Logf("%d orders, %d acknowledged in %s, %d same-id resends; answers that did not acknowledge, by code: %v",
+		len(f.orders), len(acked), time.Since(f.began).Round(time.Second), f.resends, f.notAcked)
+	return acked
 }
 
 // fundAndCount deposits margin for every order of a flow on the logins and returns how many
@@ -196,18 +278,31 @@ func checkExactlyOnce(t *testing.T, svc *apptest.Service, s *sim.Sim, logins []i
 	if len(acked) == 0 {
 		t.Fatal("no order was acknowledged")
 	}
-	var last string
-	apptest.Eventually(t, 120*time.Second, "every acknowledged order FILLED in the read model", func() bool {
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		var filled int
-		if err := svc.PG.QueryRow(ctx, `SELECT count(*) FROM rm.operations WHERE client_order_id = ANY($1)
-			AND status = 'FILLED'`, acked).Scan(&filled); err != nil {
-			last = err.Error()
-			return false
+		var others []string
+		rows, err := svc.PG.Query(ctx, `SELECT o.coid, coalesce(r.status, 'no row') FROM unnest($1::text[]) AS o(coid)
+			LEFT JOIN rm.operations r ON r.client_order_id = o.coid`, acked)
+		if err == nil {
+			var coid, status string
+			_, err = pgx.ForEachRow(rows, []any{&coid, &status}, func() error {
+				if status == "FILLED" {
+					filled++
+				} else if len(others) < 10 {
+					others = append(others, coid+" "+status)
+				}
+				return nil
+			})
 		}
-		last = fmt.Sprintf("%d of %d FILLED", filled, len(acked))
-		return filled == len(acked)
-	})
-	t.Log(last)
+		if err == nil && filled == len(acked) {
+			t.Logf("every one of %d acknowledged orders FILLED in the read model", filled)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 2 minutes %d of %d acknowledged orders FILLED in the read model (%v); not: %v", filled,
+				len(acked), err, others)
+		}
+	}
 	var ops, withDeal, withPosition, deals int
 	if err := svc.PG.QueryRow(ctx, `SELECT count(*), count(d.deal_id), count(p.position_id),
 		(SELECT count(*) FROM rm.deals d2 JOIN rm.operations o2 ON d2.login = o2.login AND d2.tag = o2.tag
