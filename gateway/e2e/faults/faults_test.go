@@ -81,11 +81,28 @@ func child(t *testing.T, vars map[string]string) *exec.Cmd {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start child: %v", err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_, _ = cmd.Process.Wait()
-	})
+	t.Cleanup(func() { stopGracefully(cmd.Process) })
 	return cmd
+}
+
+// stopGracefully ends a child with SIGTERM, so that it leaves its consumer groups and the
+// test's cleanup can delete them, and with SIGKILL when it has not exited within 10 s. A
+// child killed and reaped already is left alone.
+func stopGracefully(p *os.Process) {
+	if p.Signal(syscall.SIGTERM) != nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		_, _ = p.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = p.Kill()
+		<-done
+	}
 }
 
 // kill9 kills a child process with SIGKILL and reaps it.

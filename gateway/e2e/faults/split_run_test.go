@@ -200,12 +200,29 @@ func (s *splitRun) kill9(name string) {
 	<-c.done
 }
 
+// killAll stops every process with SIGTERM, so that each leaves its consumer groups and the
+// test's cleanup can delete them, and with SIGKILL what has not exited within 10 s.
 func (s *splitRun) killAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, c := range s.procs {
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	expired := false
 	for name, c := range s.procs {
-		_ = c.cmd.Process.Kill()
-		<-c.done
+		if !expired {
+			select {
+			case <-c.done:
+			case <-timeout.C:
+				expired = true
+			}
+		}
+		if expired {
+			_ = c.cmd.Process.Kill()
+			<-c.done
+		}
 		delete(s.procs, name)
 	}
 }
