@@ -26,6 +26,7 @@ import (
 	"tradesvc/cmd/tradesvc/app"
 	"tradesvc/cmd/tradesvc/app/apptest"
 	"tradesvc/events/dec"
+	"tradesvc/events/trading"
 	"tradesvc/gateway/gwclient"
 	"tradesvc/infra/mt5/sim"
 	"tradesvc/infra/testenv"
@@ -52,11 +53,12 @@ func testRunDir(t *testing.T) string {
 
 // flow places MARKET orders of 0.01 BTCUSD until it is finished, as clients that follow the
 // spec do: half with ACK and half with RESULT, each sent again with the same
-// newClientOrderId, to the next gateway, until an answer acknowledges it (HTTP 200 with the
-// order's status: it is recorded); a transport error, a 5xx or a -1021 (the request waited
-// out its recvWindow) is retried; any other answer is unexpected and fails the test. Every
-// acknowledged order is sent once more at once, to the next gateway: a client that lost the
-// answer. That copy is answered from the record and must trade nothing.
+// newClientOrderId, to the next gateway, until the answer is definite (place): the order's
+// status with HTTP 200, or a recorded order's final refusal. What says nothing definite (no
+// answer, a 5xx, -1021, IN_DOUBT) is retried; any other answer is unexpected and fails the
+// test. An answer carrying the order's status acknowledges it (it is recorded). Every order
+// is sent once more at once after its definite answer, to the next gateway: a client that
+// lost the answer. That copy is answered from the record and must trade nothing.
 type flow struct {
 	t       *testing.T
 	clients []*gwclient.Client // the gateways; attempts of one order go round them
@@ -71,7 +73,7 @@ type flow struct {
 	mu         sync.Mutex
 	orders     []*flowOrder
 	unexpected []string
-	notAcked   map[int]int // answers that did not acknowledge, by code (0: no answer)
+	errors     map[int]int // answers other than HTTP 200, by code (0: no answer at all)
 	resends    int         // same-id sends after the first
 }
 
@@ -86,9 +88,17 @@ type flowOrder struct {
 	status string
 	code   int
 	final  time.Time
-	// seen holds every status GET /v1/order has answered for it, and (as "code N") every
-	// error code an answer to its placement carried.
-	seen map[string]bool
+	// seen holds when each answer was first seen: the error codes of answers to its placement
+	// ("code -5015"), and the statuses GET /v1/order answered, with their code when they
+	// carried one ("IN_DOUBT", "REJECTED -5015").
+	seen map[string]time.Time
+}
+
+// saw notes the first time an answer was seen (the flow's mutex held).
+func (o *flowOrder) saw(answer string) {
+	if _, ok := o.seen[answer]; !ok {
+		o.seen[answer] = time.Now()
+	}
 }
 
 // orderAnswer is what the tests read of an answer about an order.
@@ -102,7 +112,7 @@ type orderAnswer struct {
 // startFlow starts workers clients placing orders on logins through clients, a worker's next
 // order pause after its last was acknowledged. Nothing of it outlives the test.
 func startFlow(t *testing.T, clients []*gwclient.Client, logins []int64, prefix string, workers int, pause time.Duration) *flow {
-	f := &flow{t: t, clients: clients, logins: logins, prefix: prefix, pause: pause, began: time.Now(), notAcked: map[int]int{}}
+	f := &flow{t: t, clients: clients, logins: logins, prefix: prefix, pause: pause, began: time.Now(), errors: map[int]int{}}
 	for w := range workers {
 		f.wg.Add(1)
 		go f.run(w)
@@ -118,7 +128,8 @@ func startFlow(t *testing.T, clients []*gwclient.Client, logins []int64, prefix 
 func (f *flow) run(w int) {
 	defer f.wg.Done()
 	for i := 0; !f.stop.Load(); i++ {
-		o := &flowOrder{id: fmt.Sprintf("%s-%d-%d", f.prefix, w, i), login: f.logins[(w+i)%len(f.logins)], seen: map[string]bool{}}
+		o := &flowOrder{id: fmt.Sprintf("%s-%d-%d", f.prefix, w, i), login: f.logins[(w+i)%len(f.logins)],
+			seen: map[string]time.Time{}}
 		p := url.Values{"login": {strconv.FormatInt(o.login, 10)}, "symbol": {"BTCUSD"}, "type": {"MARKET"},
 			"side": {"BUY"}, "volume": {"0.01"}, "newClientOrderId": {o.id}}
 		if i%2 == 1 {
@@ -128,7 +139,7 @@ func (f *flow) run(w int) {
 		f.orders = append(f.orders, o)
 		f.mu.Unlock()
 		gw := w + i
-		if f.untilAcked(o, p, gw) {
+		if f.untilAnswered(o, p, gw) {
 			f.resent()
 			f.place(o, p, gw+1) // the same id again: answered from its record
 		}
@@ -136,61 +147,72 @@ func (f *flow) run(w int) {
 	}
 }
 
-// untilAcked sends p, from gateway gw on, until it is acknowledged; false when it was not
-// (an unexpected answer, retries given up, or nothing within 2 minutes).
-func (f *flow) untilAcked(o *flowOrder, p url.Values, gw int) bool {
+// untilAnswered sends p, from gateway gw on, until an answer settles what a client does
+// next (place), retries are given up, or 2 minutes have passed (an error); it reports whether
+// the order was acknowledged.
+func (f *flow) untilAnswered(o *flowOrder, p url.Values, gw int) bool {
 	deadline := time.Now().Add(2 * time.Minute)
 	for attempt := 0; !f.giveUp.Load(); attempt++ {
 		if time.Now().After(deadline) {
-			f.note("order %s not acknowledged within 2 minutes", o.id)
-			return false
+			f.note("order %s without a definite answer within 2 minutes", o.id)
+			break
 		}
 		if attempt > 0 {
 			f.resent()
 		}
-		status, retry := f.place(o, p, gw+attempt)
-		if status != "" {
-			f.mu.Lock()
-			o.acked, o.answer = time.Now(), status
-			f.mu.Unlock()
-			return true
-		}
-		if !retry {
-			return false
+		if f.place(o, p, gw+attempt) {
+			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return false
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !o.acked.IsZero()
 }
 
-// place sends p once to gateway gw (modulo their number) and returns the status of an
-// acknowledgement, or whether the client is to send the order again.
-func (f *flow) place(o *flowOrder, p url.Values, gw int) (status string, retry bool) {
+// place sends p once to gateway gw (modulo their number) and notes the answer. An answer
+// that carries the order's status acknowledges it (the service recorded it): HTTP 200, or the
+// error of a recorded order (REJECTED, or IN_DOUBT with -5008/-5009). done is true when the
+// client is not to send it again: HTTP 200, a final status (REJECTED), or an unexpected
+// answer; an order still unknown (IN_DOUBT) is sent again with its id, as the spec tells
+// clients, and so is one that was not recorded, or not known to be (no answer, a 5xx without
+// status, -1021).
+func (f *flow) place(o *flowOrder, p url.Values, gw int) (done bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	res, err := f.clients[gw%len(f.clients)].Signed(ctx, http.MethodPost, "/v1/order", p, gwclient.InBody)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err != nil {
-		f.notAcked[0]++
-		o.seen["no answer"] = true
-		return "", true // the gateway is down or the answer was lost
+		f.errors[0]++
+		o.saw("no answer")
+		return false // the gateway is down or the answer was lost
 	}
 	var a orderAnswer
 	_ = json.Unmarshal(res.Body, &a)
-	if res.Status == http.StatusOK && a.Status != "" {
+	if res.Status != http.StatusOK {
+		f.errors[a.Code]++
+		o.saw(fmt.Sprintf("code %d", a.Code))
+	}
+	if a.Status != "" {
 		if a.ClientOrderID != o.id {
 			f.unexpected = append(f.unexpected, fmt.Sprintf("%s: answered for %q: %s", o.id, a.ClientOrderID, res.Body))
 		}
-		return a.Status, false
+		if o.acked.IsZero() {
+			o.acked, o.answer = time.Now(), a.Status
+		}
+		return res.Status == http.StatusOK || isFinal(a.Status)
 	}
-	f.notAcked[a.Code]++
-	o.seen[fmt.Sprintf("code %d", a.Code)] = true
 	if res.Status >= 500 || a.Code == -1021 {
-		return "", true // not recorded, or not known to be: -1000, -1001, -1008, -5008, -5009, -5015
+		return false // -1000, -1001, -1008, -5009, -5015 before anything was recorded
 	}
 	f.unexpected = append(f.unexpected, fmt.Sprintf("%s: unexpected answer %d %s", o.id, res.Status, res.Body))
-	return "", false
+	return true
+}
+
+// isFinal reports whether a market order's status is final.
+func isFinal(status string) bool {
+	return status == string(trading.StatusFilled) || status == string(trading.StatusRejected)
 }
 
 func (f *flow) resent() {
@@ -205,9 +227,9 @@ func (f *flow) note(format string, args ...any) {
 	f.unexpected = append(f.unexpected, fmt.Sprintf(format, args...))
 }
 
-// finish stops new ids and waits for the workers: each gets its current order acknowledged,
-// retrying until giveUpAt (zero: as long as untilAcked does). It fails the test for every
-// unexpected answer, and returns the acknowledged client order ids.
+// finish stops new ids and waits for the workers: each gets a definite answer for its current
+// order, retrying until giveUpAt (zero: as long as untilAnswered does). It fails the test for
+// every unexpected answer, and returns the acknowledged client order ids.
 func (f *flow) finish(giveUpAt time.Time) []string {
 	f.stop.Store(true)
 	if !giveUpAt.IsZero() {
@@ -226,8 +248,8 @@ func (f *flow) finish(giveUpAt time.Time) []string {
 			acked = append(acked, o.id)
 		}
 	}
-	f.t.Logf("%d orders, %d acknowledged in %s, %d same-id resends; answers that did not acknowledge, by code: %v",
-		len(f.orders), len(acked), time.Since(f.began).Round(time.Second), f.resends, f.notAcked)
+	f.t.Logf("%d orders, %d acknowledged in %s, %d same-id resends; answers other than HTTP 200, by code: %v",
+		len(f.orders), len(acked), time.Since(f.began).Round(time.Second), f.resends, f.errors)
 	return acked
 }
 
