@@ -41,7 +41,10 @@ type executions struct {
 	// unstored counts, by attempt, the outcomes appended and not stored yet: a copy of the
 	// command arriving meanwhile finds its row without outcome, yet it is decided.
 	unstored map[opKey]int
-	stored   sync.WaitGroup // the background writer, while it runs (drain)
+	// claimedAt remembers the attempts a failed claim may have recorded as sent, with the
+	// time it wrote (ownClaims).
+	claimedAt map[opKey]time.Time
+	stored    sync.WaitGroup // the background writer, while it runs (drain)
 }
 
 func newExecutions(pool *pgxpool.Pool) (*executions, error) {
@@ -83,10 +86,64 @@ func (s *executions) get(ctx context.Context, k opKey) (e execution, ok bool, er
 // (synchronous commit, before anything is sent) the ones without a row for which sure holds.
 // It returns the rows that were already there, and the operations it recorded.
 func (s *executions) claim(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time) (map[opKey]execution, map[opKey]bool, error) {
+	known, recorded, eligible, err := s.claimRows(ctx, ops, sure, at)
+	if err != nil {
+		s.claimFailed(ops, eligible, at)
+		return nil, nil, err
+	}
+	s.ownClaims(ops, known, recorded)
+	s.analyzer.Added(len(recorded))
+	return known, recorded, nil
+}
+
+// claimFailed remembers the attempts a claim that failed may have recorded all the same (its
+// statement committed, and the answer was lost: Postgres killed, the connection broken).
+func (s *executions) claimFailed(ops []operation, eligible []bool, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.claimedAt == nil {
+		s.claimedAt = map[opKey]time.Time{}
+	}
+	for i := range ops {
+		if i < len(eligible) && eligible[i] {
+			s.claimedAt[ops[i].key()] = at
+		}
+	}
+}
+
+// ownClaims counts as recorded by this claim the rows a failed claim of this process wrote:
+// without outcome, and sent at the very time that claim wrote. Nothing was sent after a
+// failed claim (the batch ended there), so such an attempt is sent now, as it would have
+// been, instead of being reconciled as if an executor had died after sending it (IN_DOUBT,
+// then REJECTED "did not execute": an acknowledged order the service never tried). A row
+// another executor wrote carries that executor's own time.
+func (s *executions) ownClaims(ops []operation, known map[opKey]execution, recorded map[opKey]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.claimedAt) == 0 {
+		return
+	}
+	for i := range ops {
+		k := ops[i].key()
+		at, ok := s.claimedAt[k]
+		if !ok {
+			continue
+		}
+		delete(s.claimedAt, k)
+		if e, found := known[k]; found && !e.decided && e.sentAt.Equal(at.Truncate(time.Microsecond)) {
+			delete(known, k)
+			recorded[k] = true
+		}
+	}
+}
+
+// claimRows is claim's statement; eligible says which operations it may have recorded.
+func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time) (
+	known map[opKey]execution, recorded map[opKey]bool, eligible []bool, err error) {
 	n := len(ops)
 	ids, tags, kinds := make([]string, n), make([]string, n), make([]string, n)
 	attempts, logins := make([]int32, n), make([]int64, n)
-	eligible := make([]bool, n)
+	eligible = make([]bool, n)
 	for i := range ops {
 		o := &ops[i]
 		ids[i], attempts[i], logins[i], tags[i], kinds[i] = o.op.OperationID, int32(o.op.Attempt), o.op.Login, o.op.Tag, string(o.kind)
@@ -110,18 +167,18 @@ func (s *executions) claim(ctx context.Context, ops []operation, sure func(*oper
 		UNION ALL SELECT operation_id, attempt, $7, false, '', false, $7, true FROM ins`,
 		ids, attempts, logins, tags, kinds, eligible, at)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read and record executions: %w", err)
+		return nil, nil, eligible, fmt.Errorf("read and record executions: %w", err)
 	}
 	defer rows.Close()
-	known := make(map[opKey]execution, n)
-	recorded := make(map[opKey]bool, n)
+	known = make(map[opKey]execution, n)
+	recorded = make(map[opKey]bool, n)
 	for rows.Next() {
 		var k opKey
 		var attempt int32
 		var e execution
 		var inserted bool
 		if err := rows.Scan(&k.id, &attempt, &e.sentAt, &e.decided, &e.status, &e.unanswered, &e.decidedAt, &inserted); err != nil {
-			return nil, nil, fmt.Errorf("read and record executions: %w", err)
+			return nil, nil, eligible, fmt.Errorf("read and record executions: %w", err)
 		}
 		k.attempt = int(attempt)
 		if inserted {
@@ -131,10 +188,9 @@ func (s *executions) claim(ctx context.Context, ops []operation, sure func(*oper
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("read and record executions: %w", err)
+		return nil, nil, eligible, fmt.Errorf("read and record executions: %w", err)
 	}
-	s.analyzer.Added(len(recorded))
-	return known, recorded, nil
+	return known, recorded, eligible, nil
 }
 
 // decided stores the outcomes of a batch in one statement, once they are in the log. An

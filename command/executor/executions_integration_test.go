@@ -44,3 +44,53 @@ func TestExecutionsStoreTwoDecisionsOfOneAttempt(t *testing.T) {
 		}
 	}
 }
+
+// A claim fails, yet its statement committed (Postgres killed as it answered): the retried
+// claim counts the row that failed claim wrote as its own record, so the attempt is sent, not
+// reconciled as if an executor had died after sending it (the Postgres-kill fault test saw an
+// acknowledged order go IN_DOUBT and then REJECTED "did not execute" that way). A row another
+// executor wrote (its own time) stays known, and a later redelivery finds the row as usual.
+func TestExecutionsClaimAfterAFailedClaimThatCommitted(t *testing.T) {
+	ctx := context.Background()
+	pool := testenv.MigratedPG(t)
+	s, err := newExecutions(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := func(id string) operation {
+		return operation{op: events.Operation{OperationID: id, Login: 1001, Tag: "#" + id, Attempt: 1}, kind: "PLACE_ORDER"}
+	}
+	ops := []operation{op("mine"), op("theirs")}
+	all := func(*operation) bool { return true }
+	failedAt := time.Now() // nanoseconds: Postgres keeps microseconds
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := s.claim(canceled, ops, all, failedAt); err == nil {
+		t.Fatal("a claim with a canceled context succeeded")
+	}
+	// What the failed claim's statement wrote after all, and a row of another executor.
+	for _, r := range []struct {
+		id string
+		at time.Time
+	}{{"mine", failedAt}, {"theirs", failedAt.Add(3 * time.Millisecond)}} {
+		if _, err := pool.Exec(ctx, `INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at)
+			VALUES ($1, 1, 1001, $2, 'PLACE_ORDER', $3)`, r.id, "#"+r.id, r.at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	known, recorded, err := s.claim(ctx, ops, all, failedAt.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, theirs := ops[0].key(), ops[1].key()
+	if !recorded[mine] || len(known) != 1 || known[theirs].decided || recorded[theirs] {
+		t.Fatalf("after the failed claim: known %+v, recorded %v; want mine recorded, theirs known", known, recorded)
+	}
+	known, recorded, err = s.claim(ctx, ops, all, failedAt.Add(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recorded[mine] || len(known) != 2 {
+		t.Fatalf("a later redelivery: known %+v, recorded %v; want both known", known, recorded)
+	}
+}
