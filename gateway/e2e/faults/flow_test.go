@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,8 +56,8 @@ func testRunDir(t *testing.T) string {
 // spec do: half with ACK and half with RESULT, each sent again with the same
 // newClientOrderId, to the next gateway, until the answer is definite (place): the order's
 // status with HTTP 200, or a recorded order's final refusal. What says nothing definite (no
-// answer, a 5xx, -1021, IN_DOUBT) is retried; any other answer is unexpected and fails the
-// test. An answer carrying the order's status acknowledges it (it is recorded). Every order
+// answer, a 5xx, -1021, IN_DOUBT, the execution path's own refusal) is retried; any other
+// answer is unexpected and fails the test. An answer carrying the order's status acknowledges it (it is recorded). Every order
 // is sent once more at once after its definite answer, to the next gateway: a client that
 // lost the answer. That copy is answered from the record and must trade nothing.
 type flow struct {
@@ -88,9 +89,9 @@ type flowOrder struct {
 	status string
 	code   int
 	final  time.Time
-	// seen holds when each answer was first seen: the error codes of answers to its placement
-	// ("code -5015"), and the statuses GET /v1/order answered, with their code when they
-	// carried one ("IN_DOUBT", "REJECTED -5015").
+	// seen holds when each answer was first seen: the error codes and statuses of answers to
+	// its placement ("code -5015", "answered REJECTED"), and the statuses GET /v1/order
+	// answered, with their code when they carried one ("IN_DOUBT", "REJECTED -5015").
 	seen map[string]time.Time
 }
 
@@ -107,6 +108,7 @@ type orderAnswer struct {
 	Code          int    `json:"code"`
 	ClientOrderID string `json:"clientOrderId"`
 	Msg           string `json:"msg"`
+	MT5RetCode    int    `json:"mt5RetCode"`
 }
 
 // startFlow starts workers clients placing orders on logins through clients, a worker's next
@@ -173,9 +175,11 @@ func (f *flow) untilAnswered(o *flowOrder, p url.Values, gw int) bool {
 // place sends p once to gateway gw (modulo their number) and notes the answer. An answer
 // that carries the order's status acknowledges it (the service recorded it): HTTP 200, or the
 // error of a recorded order (REJECTED, or IN_DOUBT with -5008/-5009). done is true when the
-// client is not to send it again: HTTP 200, a final status (REJECTED), or an unexpected
-// answer; an order still unknown (IN_DOUBT) is sent again with its id, as the spec tells
-// clients, and so is one that was not recorded, or not known to be (no answer, a 5xx without
+// client is not to send it again: HTTP 200, a final refusal (REJECTED with the trade
+// server's mt5RetCode), or an unexpected answer. As the spec tells clients, the same id is
+// sent again while the order is unknown (IN_DOUBT), after the execution path's own refusal
+// (REJECTED -1000 or -5015 without mt5RetCode: it did not execute, and the retry is sent as a
+// fresh attempt), and when it was not recorded, or not known to be (no answer, a 5xx without
 // status, -1021).
 func (f *flow) place(o *flowOrder, p url.Values, gw int) (done bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -195,19 +199,43 @@ func (f *flow) place(o *flowOrder, p url.Values, gw int) (done bool) {
 		o.saw(fmt.Sprintf("code %d", a.Code))
 	}
 	if a.Status != "" {
+		o.saw("answered " + a.Status)
 		if a.ClientOrderID != o.id {
 			f.unexpected = append(f.unexpected, fmt.Sprintf("%s: answered for %q: %s", o.id, a.ClientOrderID, res.Body))
 		}
 		if o.acked.IsZero() {
 			o.acked, o.answer = time.Now(), a.Status
 		}
-		return res.Status == http.StatusOK || isFinal(a.Status)
+		// A refusal by the execution path itself (REJECTED without mt5RetCode: -1000 did not
+		// execute, -5015 never left) is sent again with its id: the spec sends it afresh.
+		return res.Status == http.StatusOK || a.Status == string(trading.StatusRejected) && a.MT5RetCode != 0
 	}
 	if res.Status >= 500 || a.Code == -1021 {
 		return false // -1000, -1001, -1008, -5009, -5015 before anything was recorded
 	}
 	f.unexpected = append(f.unexpected, fmt.Sprintf("%s: unexpected answer %d %s", o.id, res.Status, res.Body))
 	return true
+}
+
+// history lists the answers order id met, in the order they were first seen.
+func (f *flow) history(id string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, o := range f.orders {
+		if o.id != id {
+			continue
+		}
+		seen := make([]string, 0, len(o.seen))
+		for answer := range o.seen {
+			seen = append(seen, answer)
+		}
+		slices.SortFunc(seen, func(a, b string) int { return o.seen[a].Compare(o.seen[b]) })
+		for i, answer := range seen {
+			seen[i] = answer + " at " + o.seen[answer].Format("15:04:05.000")
+		}
+		return fmt.Sprintf("acknowledged %s at %s; %s", o.answer, o.acked.Format("15:04:05.000"), strings.Join(seen, ", "))
+	}
+	return "none"
 }
 
 // isFinal reports whether a market order's status is final.
@@ -294,24 +322,28 @@ func waitTradable(t *testing.T, c *gwclient.Client) {
 // server holds exactly one new position per acknowledged order, as many as the read models
 // show open); and the read models equal the ones rebuilt from the Kafka log up to the
 // positions they stored (tradesvc replay --verify): nothing missing, nothing doubled.
-func checkExactlyOnce(t *testing.T, svc *apptest.Service, s *sim.Sim, logins []int64, before int, acked []string) {
+func checkExactlyOnce(t *testing.T, svc *apptest.Service, s *sim.Sim, logins []int64, before int, f *flow) {
 	t.Helper()
 	ctx := context.Background()
+	acked := f.finish(time.Time{})
 	if len(acked) == 0 {
 		t.Fatal("no order was acknowledged")
 	}
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		var filled int
 		var others []string
-		rows, err := svc.PG.Query(ctx, `SELECT o.coid, coalesce(r.status, 'no row') FROM unnest($1::text[]) AS o(coid)
-			LEFT JOIN rm.operations r ON r.client_order_id = o.coid`, acked)
+		rows, err := svc.PG.Query(ctx, `SELECT o.coid, coalesce(r.status, 'no row'), coalesce(r.code, 0),
+				coalesce(r.retcode, 0), coalesce(r.msg, ''), coalesce(r.attempt, 0)
+			FROM unnest($1::text[]) AS o(coid) LEFT JOIN rm.operations r ON r.client_order_id = o.coid`, acked)
 		if err == nil {
-			var coid, status string
-			_, err = pgx.ForEachRow(rows, []any{&coid, &status}, func() error {
+			var coid, status, msg string
+			var code, retcode, attempt int
+			_, err = pgx.ForEachRow(rows, []any{&coid, &status, &code, &retcode, &msg, &attempt}, func() error {
 				if status == "FILLED" {
 					filled++
 				} else if len(others) < 10 {
-					others = append(others, coid+" "+status)
+					others = append(others, fmt.Sprintf("%s: %s code %d retcode %d %q attempt %d; answers %s", coid,
+						status, code, retcode, msg, attempt, f.history(coid)))
 				}
 				return nil
 			})
