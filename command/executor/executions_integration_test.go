@@ -22,10 +22,8 @@ func TestExecutionsStoreTwoDecisionsOfOneAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.UnixMilli(1_800_000_000_000)
-	op := func(id string) *operation {
-		return &operation{op: events.Operation{OperationID: id, Login: 1001, Tag: "#" + id, Attempt: 1}, kind: "PLACE_ORDER"}
-	}
-	twice, once := op("twice"), op("once")
+	a, b := placeOrder("twice"), placeOrder("once")
+	twice, once := &a, &b
 	decide := func(o *operation, status string, ms int64) decision {
 		return decision{op: o, outcome: &events.ExecutionOutcome{OperationID: o.op.OperationID, Login: 1001, Tag: o.op.Tag,
 			Attempt: 1, Status: status, DecidedAt: at.UnixMilli() + ms, SentAt: at.UnixMilli()}}
@@ -57,10 +55,7 @@ func TestExecutionsClaimAfterAFailedClaimThatCommitted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	op := func(id string) operation {
-		return operation{op: events.Operation{OperationID: id, Login: 1001, Tag: "#" + id, Attempt: 1}, kind: "PLACE_ORDER"}
-	}
-	ops := []operation{op("mine"), op("theirs")}
+	ops := []operation{placeOrder("mine"), placeOrder("theirs")}
 	all := func(*operation) bool { return true }
 	failedAt := time.Now() // nanoseconds: Postgres keeps microseconds
 	canceled, cancel := context.WithCancel(ctx)
@@ -93,4 +88,9 @@ func TestExecutionsClaimAfterAFailedClaimThatCommitted(t *testing.T) {
 	if recorded[mine] || len(known) != 2 {
 		t.Fatalf("a later redelivery: known %+v, recorded %v; want both known", known, recorded)
 	}
+}
+
+// placeOrder is the first attempt of an order placement of login 1001, tagged after its id.
+func placeOrder(id string) operation {
+	return operation{op: events.Operation{OperationID: id, Login: 1001, Tag: "#" + id, Attempt: 1}, kind: "PLACE_ORDER"}
 }
