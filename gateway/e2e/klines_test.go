@@ -102,7 +102,12 @@ func testKlines(t *testing.T, e *env) {
 				if len(big) == 0 {
 					return "no " + agg.iv + " rows"
 				}
-				small := fetch(t, "1m", 60_000, url.Values{"startTime": {itoa(big[0].open)}, "limit": {"1000"}})
+				// With startTime alone a request covers the 1,000 minutes from it (query.klineWindow):
+				// a day's bucket needs up to two pages of 1m rows.
+				var small []kline
+				for from := big[0].open; from <= time.Now().UnixMilli(); from += 1000 * 60_000 {
+					small = append(small, fetch(t, "1m", 60_000, url.Values{"startTime": {itoa(from)}, "limit": {"1000"}})...)
+				}
 				return foldMismatch(big, small, agg.ivMs)
 			})
 		})
