@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"tradesvc/events"
+	"tradesvc/infra/check"
+	"tradesvc/infra/wait"
 	"tradesvc/query"
 )
 
@@ -54,14 +57,10 @@ type ChangeFeedConfig struct {
 
 // Validate reports every problem at once.
 func (c ChangeFeedConfig) Validate() error {
-	var errs []error
-	if c.ConnString == "" {
-		errs = append(errs, errors.New("projections: change feed needs a connection string"))
-	}
-	if c.Poll < 0 || c.Recent < 0 {
-		errs = append(errs, errors.New("projections: change feed poll interval and recent window must not be negative"))
-	}
-	return errors.Join(errs...)
+	var p check.Problems
+	p.If(c.ConnString == "", "projections: change feed needs a connection string")
+	p.If(c.Poll < 0 || c.Recent < 0, "projections: change feed poll interval and recent window must not be negative")
+	return p.Err()
 }
 
 // changeFeedPage is how many rows one catch-up query reads.
@@ -123,18 +122,10 @@ func NewChangeFeed(cfg ChangeFeedConfig) (*ChangeFeed, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Poll == 0 {
-		cfg.Poll = 500 * time.Millisecond
-	}
-	if cfg.Recent == 0 {
-		cfg.Recent = 30 * time.Second
-	}
-	if cfg.MaxLag == 0 {
-		cfg.MaxLag = 5 * time.Second
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	cfg.Poll = cmp.Or(cfg.Poll, 500*time.Millisecond)
+	cfg.Recent = cmp.Or(cfg.Recent, 30*time.Second)
+	cfg.MaxLag = cmp.Or(cfg.MaxLag, 5*time.Second)
 	return &ChangeFeed{cfg: cfg, ready: make(chan struct{}), behind: make(chan int32, 64), last: map[int32]int64{},
 		watchers: map[string]map[chan query.OperationState]struct{}{}, recent: newRecentStates(cfg.Recent),
 		subs: map[*Subscription]struct{}{}, stateSince: time.Now()}, nil
@@ -309,17 +300,7 @@ func readHeads(ctx context.Context, conn *pgx.Conn) (map[int32]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	heads := map[int32]int64{}
-	for rows.Next() {
-		var part int32
-		var seq int64
-		if err := rows.Scan(&part, &seq); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		heads[part] = seq
-	}
-	return heads, rows.Err()
+	return partitionValues(rows)
 }
 
 // Ready is closed once Run has taken its starting position: every change committed after
@@ -461,16 +442,7 @@ const lagCheckEvery = 250 * time.Millisecond
 // watchLag ends, until ctx ends, the subscriptions whose logins' intake has lagged past
 // MaxLag.
 func (f *ChangeFeed) watchLag(ctx context.Context) {
-	t := time.NewTicker(lagCheckEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			f.endLagging(now)
-		}
-	}
+	wait.Every(ctx, lagCheckEvery, func() { f.endLagging(time.Now()) })
 }
 
 // endLagging ends the subscriptions whose logins' intake lags past MaxLag at now: every one

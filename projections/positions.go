@@ -53,17 +53,8 @@ func (p *Positions) Load(ctx context.Context, topic string, partitions []int32) 
 	if err != nil {
 		return nil, fmt.Errorf("load positions of %s on %s: %w", p.name, topic, err)
 	}
-	out := map[int32]int64{}
-	for rows.Next() {
-		var part int32
-		var next int64
-		if err := rows.Scan(&part, &next); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		out[part] = next
-	}
-	if err := rows.Err(); err != nil {
+	out, err := partitionValues(rows)
+	if err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
@@ -299,3 +290,19 @@ type commitError struct{ err error }
 
 func (e *commitError) Error() string { return "commit: " + e.err.Error() }
 func (e *commitError) Unwrap() error { return e.err }
+
+// partitionValues reads rows of (partition, number) into a map by partition: the stored
+// offsets of a projection, the change feed's heads.
+func partitionValues(rows pgx.Rows) (map[int32]int64, error) {
+	out := map[int32]int64{}
+	for rows.Next() {
+		var part int32
+		var n int64
+		if err := rows.Scan(&part, &n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out[part] = n
+	}
+	return out, rows.Err()
+}

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/events"
+	"tradesvc/infra/check"
 	"tradesvc/infra/kafka/batch"
 	"tradesvc/infra/postgres"
 	"tradesvc/query"
@@ -59,14 +61,10 @@ type TradingConfig struct {
 
 // Validate reports every problem at once.
 func (c TradingConfig) Validate() error {
-	var errs []error
-	if c.Pool == nil {
-		errs = append(errs, errors.New("projections: trading needs a pool"))
-	}
-	if c.ChangeRetention < 0 || c.PruneEvery < 0 {
-		errs = append(errs, errors.New("projections: trading retention and prune interval must not be negative"))
-	}
-	return errors.Join(errs...)
+	var p check.Problems
+	p.If(c.Pool == nil, "projections: trading needs a pool")
+	p.If(c.ChangeRetention < 0 || c.PruneEvery < 0, "projections: trading retention and prune interval must not be negative")
+	return p.Err()
 }
 
 // Trading projects commands, execution outcomes and trade-server facts into rm.operations,
@@ -93,15 +91,9 @@ func NewTrading(cfg TradingConfig) (*Trading, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.ChangeRetention == 0 {
-		cfg.ChangeRetention = time.Hour
-	}
-	if cfg.PruneEvery == 0 {
-		cfg.PruneEvery = time.Minute
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	cfg.ChangeRetention = cmp.Or(cfg.ChangeRetention, time.Hour)
+	cfg.PruneEvery = cmp.Or(cfg.PruneEvery, time.Minute)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

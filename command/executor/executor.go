@@ -4,8 +4,8 @@
 package executor
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/events"
+	"tradesvc/infra/check"
 	"tradesvc/infra/kafka/batch"
 	"tradesvc/infra/mt5"
 )
@@ -80,60 +81,28 @@ type ExecutorConfig struct {
 
 // Validate reports every missing dependency and bad setting at once.
 func (c ExecutorConfig) Validate() error {
-	var errs []error
-	if len(c.Brokers) == 0 {
-		errs = append(errs, errors.New("executor: no brokers"))
-	}
-	if c.Group == "" {
-		errs = append(errs, errors.New("executor: no consumer group"))
-	}
-	if c.Topic == "" {
-		errs = append(errs, errors.New("executor: no command topic"))
-	}
-	if c.Sarama == nil {
-		errs = append(errs, errors.New("executor: no sarama config"))
-	}
-	if c.Port == nil {
-		errs = append(errs, errors.New("executor: no trade server"))
-	}
-	if c.Out == nil {
-		errs = append(errs, errors.New("executor: no appender"))
-	}
-	if c.Pool == nil {
-		errs = append(errs, errors.New("executor: no Postgres pool"))
-	}
-	if c.Now == nil {
-		errs = append(errs, errors.New("executor: no clock"))
-	}
-	if c.DispatchWindow < 0 || c.SendTimeout < 0 || c.MaxBatch < 0 || c.Concurrency < 0 || c.SettleGrace < 0 ||
-		c.SettleEvery < 0 {
-		errs = append(errs, errors.New("executor: negative window, timeout, batch, concurrency or settling bound"))
-	}
-	return errors.Join(errs...)
+	var p check.Problems
+	p.If(len(c.Brokers) == 0, "executor: no brokers")
+	p.If(c.Group == "", "executor: no consumer group")
+	p.If(c.Topic == "", "executor: no command topic")
+	p.If(c.Sarama == nil, "executor: no sarama config")
+	p.If(c.Port == nil, "executor: no trade server")
+	p.If(c.Out == nil, "executor: no appender")
+	p.If(c.Pool == nil, "executor: no Postgres pool")
+	p.If(c.Now == nil, "executor: no clock")
+	p.If(c.DispatchWindow < 0 || c.SendTimeout < 0 || c.MaxBatch < 0 || c.Concurrency < 0 || c.SettleGrace < 0 || c.SettleEvery < 0,
+		"executor: negative window, timeout, batch, concurrency or settling bound")
+	return p.Err()
 }
 
 func (c *ExecutorConfig) defaults() {
-	if c.DispatchWindow == 0 {
-		c.DispatchWindow = 60 * time.Second
-	}
-	if c.SendTimeout == 0 {
-		c.SendTimeout = 10 * time.Second
-	}
-	if c.SettleGrace == 0 {
-		c.SettleGrace = time.Second
-	}
-	if c.SettleEvery == 0 {
-		c.SettleEvery = time.Second
-	}
-	if c.MaxBatch == 0 {
-		c.MaxBatch = 500
-	}
-	if c.Concurrency == 0 {
-		c.Concurrency = 16
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.DispatchWindow = cmp.Or(c.DispatchWindow, 60*time.Second)
+	c.SendTimeout = cmp.Or(c.SendTimeout, 10*time.Second)
+	c.SettleGrace = cmp.Or(c.SettleGrace, time.Second)
+	c.SettleEvery = cmp.Or(c.SettleEvery, time.Second)
+	c.MaxBatch = cmp.Or(c.MaxBatch, 500)
+	c.Concurrency = cmp.Or(c.Concurrency, 16)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Stage == nil {
 		c.Stage = func(string, time.Duration) {}
 	}

@@ -1,8 +1,8 @@
 package executor
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -14,6 +14,7 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/events/trading"
+	"tradesvc/infra/check"
 )
 
 // SweeperConfig configures the dispatch sweeper. Pool, Out and Now are required.
@@ -38,20 +39,12 @@ type SweeperConfig struct {
 
 // Validate reports every missing dependency and bad setting at once.
 func (c SweeperConfig) Validate() error {
-	var errs []error
-	if c.Pool == nil {
-		errs = append(errs, errors.New("sweeper: no Postgres pool"))
-	}
-	if c.Out == nil {
-		errs = append(errs, errors.New("sweeper: no appender"))
-	}
-	if c.Now == nil {
-		errs = append(errs, errors.New("sweeper: no clock"))
-	}
-	if c.DispatchWindow < 0 || c.Every < 0 || c.Lookback < 0 {
-		errs = append(errs, errors.New("sweeper: negative window, period or lookback"))
-	}
-	return errors.Join(errs...)
+	var p check.Problems
+	p.If(c.Pool == nil, "sweeper: no Postgres pool")
+	p.If(c.Out == nil, "sweeper: no appender")
+	p.If(c.Now == nil, "sweeper: no clock")
+	p.If(c.DispatchWindow < 0 || c.Every < 0 || c.Lookback < 0, "sweeper: negative window, period or lookback")
+	return p.Err()
 }
 
 // Sweeper closes the dispatch window of operations no executor took, whether or not an
@@ -74,18 +67,10 @@ func NewSweeper(cfg SweeperConfig) (*Sweeper, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.DispatchWindow == 0 {
-		cfg.DispatchWindow = 60 * time.Second
-	}
-	if cfg.Every == 0 {
-		cfg.Every = time.Second
-	}
-	if cfg.Lookback == 0 {
-		cfg.Lookback = time.Hour
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.DispatchWindow = cmp.Or(cfg.DispatchWindow, 60*time.Second)
+	cfg.Every = cmp.Or(cfg.Every, time.Second)
+	cfg.Lookback = cmp.Or(cfg.Lookback, time.Hour)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	return &Sweeper{cfg: cfg, log: cfg.Logger}, nil
 }
 

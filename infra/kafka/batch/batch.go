@@ -21,6 +21,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"tradesvc/events"
+	"tradesvc/infra/check"
 	"tradesvc/infra/wait"
 )
 
@@ -103,26 +104,14 @@ type Config struct {
 
 // Validate reports every problem at once.
 func (c Config) Validate() error {
-	var errs []error
-	if len(c.Brokers) == 0 {
-		errs = append(errs, errors.New("batch: no brokers"))
-	}
-	if c.Group == "" {
-		errs = append(errs, errors.New("batch: no consumer group"))
-	}
-	if len(c.Topics) == 0 {
-		errs = append(errs, errors.New("batch: no topics"))
-	}
-	if c.Sarama == nil {
-		errs = append(errs, errors.New("batch: no sarama config"))
-	}
-	if c.MaxAttempts < 0 {
-		errs = append(errs, errors.New("batch: negative MaxAttempts"))
-	}
-	if c.MaxAttempts > 0 && c.DeadLetter == nil {
-		errs = append(errs, errors.New("batch: MaxAttempts needs a DeadLetter to park in"))
-	}
-	return errors.Join(errs...)
+	var p check.Problems
+	p.If(len(c.Brokers) == 0, "batch: no brokers")
+	p.If(c.Group == "", "batch: no consumer group")
+	p.If(len(c.Topics) == 0, "batch: no topics")
+	p.If(c.Sarama == nil, "batch: no sarama config")
+	p.If(c.MaxAttempts < 0, "batch: negative MaxAttempts")
+	p.If(c.MaxAttempts > 0 && c.DeadLetter == nil, "batch: MaxAttempts needs a DeadLetter to park in")
+	return p.Err()
 }
 
 // Positions are the log positions a handler applied, as its own store holds them.
