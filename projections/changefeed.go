@@ -300,7 +300,7 @@ func readHeads(ctx context.Context, conn *pgx.Conn) (map[int32]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	return partitionValues(rows)
+	return collectPairs[int32, int64](rows)
 }
 
 // Ready is closed once Run has taken its starting position: every change committed after

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -70,5 +71,18 @@ func truncate(ctx context.Context, conn driver.Conn, tables ...string) error {
 			return fmt.Errorf("truncate %s: %w", table, err)
 		}
 	}
+	return nil
+}
+
+// truncateForgetting empties tables as truncate does, then (under mu) cache, what the
+// projection remembers of their rows: after a reset nothing it remembers is stored any more.
+func truncateForgetting[K comparable, V any](ctx context.Context, conn driver.Conn, mu *sync.Mutex, cache *map[K]V,
+	tables ...string) error {
+	if err := truncate(ctx, conn, tables...); err != nil {
+		return err
+	}
+	mu.Lock()
+	*cache = map[K]V{}
+	mu.Unlock()
 	return nil
 }

@@ -175,13 +175,7 @@ func (h *MarketHistory) loadLastBar(ctx context.Context, symbol string) (bar, bo
 
 // Reset empties the tick and bar tables before a replay.
 func (h *MarketHistory) Reset(ctx context.Context) error {
-	if err := truncate(ctx, h.conn, "ticks", "bars_1m"); err != nil {
-		return err
-	}
-	h.mu.Lock()
-	h.bars = map[string]bar{}
-	h.mu.Unlock()
-	return nil
+	return truncateForgetting(ctx, h.conn, &h.mu, &h.bars, "ticks", "bars_1m")
 }
 
 // Accepts implements Accepting: ticks only (day statistics are not decoded).

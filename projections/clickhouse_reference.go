@@ -124,13 +124,7 @@ func (p *AccountDimension) insertServer(ctx context.Context, e *events.ServerSpe
 
 // Reset empties both tables before a replay.
 func (p *AccountDimension) Reset(ctx context.Context) error {
-	if err := truncate(ctx, p.conn, "accounts", "trade_server"); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	p.written = map[int64]accountDim{}
-	p.mu.Unlock()
-	return nil
+	return truncateForgetting(ctx, p.conn, &p.mu, &p.written, "accounts", "trade_server")
 }
 
 func boolByte(b bool) uint8 {

@@ -53,7 +53,7 @@ func (p *Positions) Load(ctx context.Context, topic string, partitions []int32) 
 	if err != nil {
 		return nil, fmt.Errorf("load positions of %s on %s: %w", p.name, topic, err)
 	}
-	out, err := partitionValues(rows)
+	out, err := collectPairs[int32, int64](rows)
 	if err != nil {
 		return nil, err
 	}
@@ -290,19 +290,3 @@ type commitError struct{ err error }
 
 func (e *commitError) Error() string { return "commit: " + e.err.Error() }
 func (e *commitError) Unwrap() error { return e.err }
-
-// partitionValues reads rows of (partition, number) into a map by partition: the stored
-// offsets of a projection, the change feed's heads.
-func partitionValues(rows pgx.Rows) (map[int32]int64, error) {
-	out := map[int32]int64{}
-	for rows.Next() {
-		var part int32
-		var n int64
-		if err := rows.Scan(&part, &n); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		out[part] = n
-	}
-	return out, rows.Err()
-}

@@ -64,18 +64,24 @@ func readPairs[K comparable, V any](ctx context.Context, q querier, what, sql st
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
+	out, err := collectPairs[K, V](rows)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	return out, nil
+}
+
+// collectPairs reads rows of two columns into a map from the first to the second.
+func collectPairs[K comparable, V any](rows pgx.Rows) (map[K]V, error) {
 	defer rows.Close()
 	out := map[K]V{}
 	for rows.Next() {
 		var k K
 		var v V
 		if err := rows.Scan(&k, &v); err != nil {
-			return nil, fmt.Errorf("read %s: %w", what, err)
+			return nil, err
 		}
 		out[k] = v
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", what, err)
-	}
-	return out, nil
+	return out, rows.Err()
 }

@@ -82,16 +82,8 @@ func (r *TradingReader) OperationByClientID(ctx context.Context, apiKeyID int64,
 
 // SweepLegs returns the close operations of a sweep, ordered by target position.
 func (r *TradingReader) SweepLegs(ctx context.Context, sweepID string) ([]trading.Operation, error) {
-	rows, err := r.pool.Query(ctx, `SELECT `+operationColumns+` FROM rm.operations WHERE sweep_id = $1
-		ORDER BY target_position_id, operation_id`, sweepID)
-	if err != nil {
-		return nil, fmt.Errorf("read sweep legs: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (trading.Operation, error) { return scanOperation(row) })
-	if err != nil {
-		return nil, fmt.Errorf("read sweep legs: %w", err)
-	}
-	return out, nil
+	return readAll(ctx, r.pool, "sweep legs", scanOperation, `SELECT `+operationColumns+` FROM rm.operations
+		WHERE sweep_id = $1 ORDER BY target_position_id, operation_id`, sweepID)
 }
 
 // Orders are read with the client order id and key of the operation whose tag their comment
@@ -119,15 +111,7 @@ func scanOrder(row pgx.Row) (trading.Order, error) {
 }
 
 func (r *TradingReader) orders(ctx context.Context, what, where string, args ...any) ([]trading.Order, error) {
-	rows, err := r.pool.Query(ctx, orderSelect+where, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", what, err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (trading.Order, error) { return scanOrder(row) })
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", what, err)
-	}
-	return out, nil
+	return readAll(ctx, r.pool, what, scanOrder, orderSelect+where, args...)
 }
 
 // Order returns order orderID of login, open or done; ok is false when the login has no such
@@ -194,14 +178,20 @@ func (r *TradingReader) Position(ctx context.Context, login, positionID int64) (
 // OpenPositions returns the login's open positions (of one symbol when symbol is not
 // empty), ordered by position id.
 func (r *TradingReader) OpenPositions(ctx context.Context, login int64, symbol string) ([]trading.Position, error) {
-	rows, err := r.pool.Query(ctx, positionSelect+`WHERE login = $1 AND open AND ($2 = '' OR symbol = $2)
-		ORDER BY position_id`, login, symbol)
+	return readAll(ctx, r.pool, "open positions", scanPosition, positionSelect+`WHERE login = $1 AND open
+		AND ($2 = '' OR symbol = $2) ORDER BY position_id`, login, symbol)
+}
+
+// readAll reads every row sql selects with scan; what names the rows in an error.
+func readAll[T any](ctx context.Context, pool *pgxpool.Pool, what string, scan func(pgx.Row) (T, error), sql string,
+	args ...any) ([]T, error) {
+	rows, err := pool.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, fmt.Errorf("read open positions: %w", err)
+		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (trading.Position, error) { return scanPosition(row) })
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) { return scan(row) })
 	if err != nil {
-		return nil, fmt.Errorf("read open positions: %w", err)
+		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
 	return out, nil
 }

@@ -40,12 +40,7 @@ func newSeenApplied() *seenApplied {
 // fact reports whether ev is a trade-server fact already applied.
 func (s *seenApplied) fact(ev events.Event) bool {
 	seq, ok := events.FactSeq(ev)
-	if !ok {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.facts.has(seq)
+	return ok && s.factSeq(seq)
 }
 
 // factSeq reports whether the fact of feed sequence seq was applied.
