@@ -151,15 +151,8 @@ func (f *ExecutionFacts) Events() []Event {
 
 // FactSeq is a trade-server fact's feed sequence; ok is false for other events.
 func FactSeq(ev Event) (seq uint64, ok bool) {
-	switch x := ev.(type) {
-	case *DealAdded:
-		return x.Seq, true
-	case *OrderChanged:
-		return x.Seq, true
-	case *PositionChanged:
-		return x.Seq, true
-	case *AccountChanged:
-		return x.Seq, true
+	if f, ok := ev.(interface{ fact() *Fact }); ok {
+		return f.fact().Seq, true
 	}
 	return 0, false
 }

@@ -17,8 +17,7 @@ const (
 
 // DealAdded is a deal recorded by the trade server (trading deals and balance operations).
 type DealAdded struct {
-	Seq        uint64      `json:"seq"`
-	Login      int64       `json:"login"`
+	Fact
 	DealID     int64       `json:"dealId"`
 	OrderID    int64       `json:"orderId"`
 	PositionID int64       `json:"positionId"`
@@ -40,8 +39,7 @@ type DealAdded struct {
 // OrderChanged is a change of an order on the trade server (placed, modified, triggered,
 // filled, canceled, expired).
 type OrderChanged struct {
-	Seq            uint64      `json:"seq"`
-	Login          int64       `json:"login"`
+	Fact
 	Change         string      `json:"change"` // NEW, UPDATE, DELETE
 	OrderID        int64       `json:"orderId"`
 	PositionID     int64       `json:"positionId,omitempty"`
@@ -65,8 +63,7 @@ type OrderChanged struct {
 
 // PositionChanged is a position opened, changed (volume, SL/TP, swap) or closed.
 type PositionChanged struct {
-	Seq        uint64      `json:"seq"`
-	Login      int64       `json:"login"`
+	Fact
 	Change     string      `json:"change"` // NEW, UPDATE, CLOSE
 	PositionID int64       `json:"positionId"`
 	Symbol     string      `json:"symbol"`
@@ -85,49 +82,40 @@ type PositionChanged struct {
 // AccountChanged is a balance-affecting change of an account (deposit, credit, a closing
 // deal's profit): balance and credit after the change.
 type AccountChanged struct {
-	Seq     uint64      `json:"seq"`
-	Login   int64       `json:"login"`
+	Fact
 	Change  string      `json:"change"` // NEW, UPDATE, DELETE
 	Balance apd.Decimal `json:"balance"`
 	Credit  apd.Decimal `json:"credit"`
 	Time    int64       `json:"time"`
 }
 
-// EventType implements Event.
-func (*DealAdded) EventType() string { return "DealAdded_v1" }
+// Fact is what every trade-server fact carries first: the trade server's feed sequence and
+// the account's login, which keys the fact (embedded, its fields stand in the fact's JSON as
+// its own first two).
+type Fact struct {
+	Seq   uint64 `json:"seq"`
+	Login int64  `json:"login"`
+}
 
 // PartitionKey implements Event.
-func (e *DealAdded) PartitionKey() string { return loginKey(e.Login) }
+func (f *Fact) PartitionKey() string { return loginKey(f.Login) }
 
 // AccountLogin implements AccountEvent.
-func (e *DealAdded) AccountLogin() int64 { return e.Login }
+func (f *Fact) AccountLogin() int64 { return f.Login }
+
+func (f *Fact) fact() *Fact { return f }
+
+// EventType implements Event.
+func (*DealAdded) EventType() string { return "DealAdded_v1" }
 
 // EventType implements Event.
 func (*OrderChanged) EventType() string { return "OrderChanged_v1" }
 
-// PartitionKey implements Event.
-func (e *OrderChanged) PartitionKey() string { return loginKey(e.Login) }
-
-// AccountLogin implements AccountEvent.
-func (e *OrderChanged) AccountLogin() int64 { return e.Login }
-
 // EventType implements Event.
 func (*PositionChanged) EventType() string { return "PositionChanged_v1" }
 
-// PartitionKey implements Event.
-func (e *PositionChanged) PartitionKey() string { return loginKey(e.Login) }
-
-// AccountLogin implements AccountEvent.
-func (e *PositionChanged) AccountLogin() int64 { return e.Login }
-
 // EventType implements Event.
 func (*AccountChanged) EventType() string { return "AccountChanged_v1" }
-
-// PartitionKey implements Event.
-func (e *AccountChanged) PartitionKey() string { return loginKey(e.Login) }
-
-// AccountLogin implements AccountEvent.
-func (e *AccountChanged) AccountLogin() int64 { return e.Login }
 
 func init() {
 	register(func() Event { return &DealAdded{} })

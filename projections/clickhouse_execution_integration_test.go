@@ -145,7 +145,7 @@ func eqMarket(login int64, op, tag, side, vol string, received int64) *events.Or
 
 func eqDeal(login, id, order int64, vol, price, comment string, at int64) *events.DealAdded {
 	z := dec.MustParse("0")
-	return &events.DealAdded{Seq: uint64(id), Login: login, DealID: id, OrderID: order, PositionID: order, Symbol: "BTCUSD",
+	return &events.DealAdded{Fact: events.Fact{Seq: uint64(id), Login: login}, DealID: id, OrderID: order, PositionID: order, Symbol: "BTCUSD",
 		Action: 0, Entry: 0, Volume: dec.MustParse(vol), Price: dec.MustParse(price), Profit: z, Commission: z, Swap: z,
 		Comment: comment, Time: at - at%1000}
 }
@@ -240,7 +240,7 @@ func TestExecutionQualityFollowsFillsRefusalsAndPendingOrders(t *testing.T) {
 		QuoteBid: ptrDec("60000.00"), QuoteAsk: ptrDec("60015.00"), QuoteTime: t0 - 5}
 	z := dec.MustParse("0")
 	order := func(seq uint64, change string, state int) *events.OrderChanged {
-		return &events.OrderChanged{Seq: seq, Login: 1001, Change: change, OrderID: 801, Symbol: "BTCUSD", Type: 2,
+		return &events.OrderChanged{Fact: events.Fact{Seq: seq, Login: 1001}, Change: change, OrderID: 801, Symbol: "BTCUSD", Type: 2,
 			State: state, VolumeInitial: dec.MustParse("0.01"), VolumeCurrent: dec.MustParse("0.01"),
 			Price: dec.MustParse("59990.00"), StopLimitPrice: z, SL: z, TP: z, Comment: "#BBBBB2", TimeSetup: t0, Time: t0 + int64(seq)}
 	}

@@ -102,15 +102,8 @@ func (r *execReference) loadSymbols(ctx context.Context, ask []string, now time.
 }
 
 func (r *execReference) loadAccounts(ctx context.Context, ask []int64, now time.Time) error {
-	found, err := readPairs[int64, string](ctx, r.pool, "execution quality accounts",
-		`SELECT login, currency FROM rm.accounts WHERE login = ANY($1)`, ask)
-	if err != nil {
-		return err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.accounts.settle(ask, found, now)
-	return nil
+	return readRemembered(ctx, r.pool, &r.mu, r.accounts, ask, now, "execution quality accounts",
+		`SELECT login, currency FROM rm.accounts WHERE login = ANY($1)`)
 }
 
 // remembered keeps what a reference lookup found, and when it last found a key missing: such
@@ -149,6 +142,20 @@ func (m remembered[K, V]) settle(ask []K, found map[K]V, now time.Time) {
 			m.missing[k] = now
 		}
 	}
+}
+
+// readRemembered reads the pairs sql selects for ask (its $1) and records them in m under mu:
+// what was found is kept, the rest is missing as of now.
+func readRemembered[K comparable, V any](ctx context.Context, q querier, mu *sync.Mutex, m remembered[K, V], ask []K,
+	now time.Time, what, sql string) error {
+	found, err := readPairs[K, V](ctx, q, what, sql, ask)
+	if err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	m.settle(ask, found, now)
+	return nil
 }
 
 // parseRefDecimal reads a decimal of the symbol specification (a JSON string); absent is 0.

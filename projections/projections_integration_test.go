@@ -205,7 +205,7 @@ func TestDealHistoryCollapsesRedeliveredDeals(t *testing.T) {
 		t.Fatal(err)
 	}
 	z := dec.MustParse("0")
-	deal := &events.DealAdded{Seq: 9, Login: 1001, DealID: 9007199254740993, OrderID: 5, PositionID: 5, Symbol: "BTCUSD",
+	deal := &events.DealAdded{Fact: events.Fact{Seq: 9, Login: 1001}, DealID: 9007199254740993, OrderID: 5, PositionID: 5, Symbol: "BTCUSD",
 		Entry: 1, Volume: dec.MustParse("0.10"), Price: dec.MustParse("60000.12"), Profit: dec.MustParse("-12.3456"),
 		Commission: dec.MustParse("-0.70"), Swap: z, Time: 1_800_000_000_000}
 	for i := 0; i < 3; i++ {

@@ -47,15 +47,8 @@ func (c *digitsCache) load(ctx context.Context, q querier, symbols []string, now
 	if len(ask) == 0 {
 		return nil
 	}
-	found, err := readPairs[string, int32](ctx, q, "symbol digits",
-		`SELECT symbol, (spec->>'digits')::int FROM rm.symbols WHERE symbol = ANY($1)`, ask)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.digits.settle(ask, found, now)
-	return nil
+	return readRemembered(ctx, q, &c.mu, c.digits, ask, now, "symbol digits",
+		`SELECT symbol, (spec->>'digits')::int FROM rm.symbols WHERE symbol = ANY($1)`)
 }
 
 // readPairs reads a query of two columns into a map from the first to the second.

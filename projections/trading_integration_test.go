@@ -205,7 +205,7 @@ func outcomeOf(login int64, op, tag string, attempt int, status string) *events.
 }
 
 func (e *trEnv) deal(login, dealID, order int64, vol, price, comment string) *events.DealAdded {
-	return &events.DealAdded{Seq: e.nextSeq(), Login: login, DealID: dealID, OrderID: order, PositionID: order,
+	return &events.DealAdded{Fact: events.Fact{Seq: e.nextSeq(), Login: login}, DealID: dealID, OrderID: order, PositionID: order,
 		Symbol: "EURUSD", Action: 0, Entry: 0, Volume: dec.MustParse(vol), Price: dec.MustParse(price),
 		Profit: dec.MustParse("0"), Commission: dec.MustParse("-3.5"), Swap: dec.MustParse("0"), Comment: comment,
 		Time: trT0 + 1000}
@@ -213,7 +213,7 @@ func (e *trEnv) deal(login, dealID, order int64, vol, price, comment string) *ev
 
 func (e *trEnv) orderFact(login int64, change string, order int64, typ, state int, comment string) *events.OrderChanged {
 	z := dec.MustParse("0")
-	return &events.OrderChanged{Seq: e.nextSeq(), Login: login, Change: change, OrderID: order, Symbol: "EURUSD",
+	return &events.OrderChanged{Fact: events.Fact{Seq: e.nextSeq(), Login: login}, Change: change, OrderID: order, Symbol: "EURUSD",
 		Type: typ, State: state, VolumeInitial: dec.MustParse("1"), VolumeCurrent: dec.MustParse("1"),
 		Price: dec.MustParse("1.05"), StopLimitPrice: z, SL: dec.MustParse("1.04"), TP: z, Comment: comment,
 		TimeSetup: trT0, Time: trT0 + 2000}
@@ -221,7 +221,7 @@ func (e *trEnv) orderFact(login int64, change string, order int64, typ, state in
 
 func (e *trEnv) positionFact(login int64, change string, id int64, vol string) *events.PositionChanged {
 	z := dec.MustParse("0")
-	return &events.PositionChanged{Seq: e.nextSeq(), Login: login, Change: change, PositionID: id, Symbol: "EURUSD",
+	return &events.PositionChanged{Fact: events.Fact{Seq: e.nextSeq(), Login: login}, Change: change, PositionID: id, Symbol: "EURUSD",
 		Direction: 0, Volume: dec.MustParse(vol), PriceOpen: dec.MustParse("1.1"), SL: z, TP: z,
 		Profit: dec.MustParse("1.5"), Swap: z, Comment: "hi", TimeOpen: trT0 + 1000, Time: trT0 + 1000}
 }
@@ -508,7 +508,7 @@ func TestTradingProjectionDerivesEveryStateAndWritesTheChangeFeed(t *testing.T) 
 	t.Run("market orders passing through the book write no ORDER_UPDATE; balance changes write ACCOUNT_UPDATE once", func(t *testing.T) {
 		const login = 5009
 		market := e.orderFact(login, events.ChangeDelete, 971, 0, 4, "hi")
-		acct := &events.AccountChanged{Seq: e.nextSeq(), Login: login, Change: events.ChangeUpdate,
+		acct := &events.AccountChanged{Fact: events.Fact{Seq: e.nextSeq(), Login: login}, Change: events.ChangeUpdate,
 			Balance: dec.MustParse("10100.5"), Credit: dec.MustParse("0"), Time: trT0 + 4000}
 		balance := e.deal(login, 972, 0, "0", "0", "deposit")
 		balance.Action, balance.Symbol = 2, ""

@@ -38,7 +38,7 @@ func TestTradingReaderWindowsAndOrdering(t *testing.T) {
 	order := func(login, id int64, symbol string, typ int, change string, setup int64, comment string) batch.Message {
 		seq++
 		z := dec.MustParse("0")
-		return batch.Message{Event: &events.OrderChanged{Seq: seq, Login: login, Change: change, OrderID: id, Symbol: symbol,
+		return batch.Message{Event: &events.OrderChanged{Fact: events.Fact{Seq: seq, Login: login}, Change: change, OrderID: id, Symbol: symbol,
 			Type: typ, State: map[bool]int{true: 1, false: 4}[change != events.ChangeDelete], VolumeInitial: dec.MustParse("1"),
 			VolumeCurrent: dec.MustParse("1"), Price: dec.MustParse("1.1"), StopLimitPrice: z, SL: z, TP: z,
 			Comment: comment, TimeSetup: setup, Time: setup}}
@@ -133,7 +133,7 @@ func TestTradingReaderPositions(t *testing.T) {
 	r, _ := NewTradingReader(pool)
 	pos := func(seq uint64, login, id int64, symbol, change, vol string) batch.Message {
 		z := dec.MustParse("0")
-		return batch.Message{Event: &events.PositionChanged{Seq: seq, Login: login, Change: change, PositionID: id,
+		return batch.Message{Event: &events.PositionChanged{Fact: events.Fact{Seq: seq, Login: login}, Change: change, PositionID: id,
 			Symbol: symbol, Volume: dec.MustParse(vol), PriceOpen: dec.MustParse("2350.10"), SL: z, TP: z,
 			Profit: dec.MustParse("-1.25"), Swap: z, TimeOpen: 1000, Time: 1000 + int64(seq)}}
 	}
@@ -176,7 +176,7 @@ func TestHistoryReaderReturnsClosingTradesDeduplicatedInTheirWindow(t *testing.T
 	const t0 = int64(1_800_000_000_000)
 	deal := func(login, id int64, symbol string, action, entry int, at int64) *events.DealAdded {
 		z := dec.MustParse("0")
-		return &events.DealAdded{Seq: uint64(id), Login: login, DealID: id, OrderID: id - 1, PositionID: 5, Symbol: symbol,
+		return &events.DealAdded{Fact: events.Fact{Seq: uint64(id), Login: login}, DealID: id, OrderID: id - 1, PositionID: 5, Symbol: symbol,
 			Action: action, Entry: entry, Volume: dec.MustParse("0.10"), Price: dec.MustParse("1.08012"),
 			Profit: dec.MustParse("-12.3456"), Commission: dec.MustParse("-0.7"), Swap: z, Comment: "c", Time: at}
 	}
@@ -246,7 +246,7 @@ func TestTradingProjectionPrunesChangeRowsOlderThanTheRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct := &events.AccountChanged{Seq: 1, Login: 1, Change: events.ChangeUpdate, Balance: dec.MustParse("1"),
+	acct := &events.AccountChanged{Fact: events.Fact{Seq: 1, Login: 1}, Change: events.ChangeUpdate, Balance: dec.MustParse("1"),
 		Credit: dec.MustParse("0"), Time: 1}
 	if err := p.Apply(ctx, msgs(acct)); err != nil {
 		t.Fatal(err)

@@ -38,8 +38,7 @@ type AllOrdersHandler struct {
 
 // NewAllOrdersHandler builds the handler.
 func NewAllOrdersHandler(orders OrderHistoryReader, symbols SymbolLookup) (AllOrdersHandler, error) {
-	w, err := newWithSymbols(orders, symbols, "OrderHistoryReader")
-	return AllOrdersHandler{w}, err
+	return newWithSymbols[AllOrdersHandler](orders, symbols, "OrderHistoryReader")
 }
 
 // Handle returns the order records of the window (HistoryWindow: -1127, -1128), terminal

@@ -2,7 +2,6 @@ package query
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"tradesvc/events"
@@ -54,17 +53,11 @@ type KlinesQuery struct {
 
 // KlinesHandler answers GET /v1/klines by aggregating 1-minute bars into epoch-aligned UTC
 // buckets. Buckets without any bar are omitted, as on the wire of comparable services.
-type KlinesHandler struct {
-	bars    BarReader
-	symbols SymbolLookup
-}
+type KlinesHandler struct{ withSymbols[BarReader] }
 
 // NewKlinesHandler builds the handler.
 func NewKlinesHandler(bars BarReader, symbols SymbolLookup) (KlinesHandler, error) {
-	if bars == nil || symbols == nil {
-		return KlinesHandler{}, errors.New("query: nil BarReader or SymbolLookup")
-	}
-	return KlinesHandler{bars: bars, symbols: symbols}, nil
+	return newWithSymbols[KlinesHandler](bars, symbols, "BarReader")
 }
 
 // Handle validates the query (-1120 interval, -1121 symbol, -1130 limit, -1128 endTime
@@ -94,7 +87,7 @@ func (h KlinesHandler) Handle(ctx context.Context, q KlinesQuery) ([]Kline, erro
 	if last < first {
 		return []Kline{}, nil
 	}
-	candles, err := h.bars.Candles(ctx, q.Symbol, int64(iv), first, last, limit)
+	candles, err := h.read.Candles(ctx, q.Symbol, int64(iv), first, last, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read %s candles of %s: %w", q.Interval, q.Symbol, err)
 	}

@@ -26,8 +26,7 @@ type OpenOrdersHandler struct{ withSymbols[OpenOrderReader] }
 
 // NewOpenOrdersHandler builds the handler.
 func NewOpenOrdersHandler(orders OpenOrderReader, symbols SymbolLookup) (OpenOrdersHandler, error) {
-	w, err := newWithSymbols(orders, symbols, "OpenOrderReader")
-	return OpenOrdersHandler{w}, err
+	return newWithSymbols[OpenOrdersHandler](orders, symbols, "OpenOrderReader")
 }
 
 // Handle returns the order records, ordered by order id; an unknown symbol is -1121.

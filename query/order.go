@@ -2,7 +2,6 @@ package query
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"tradesvc/events"
@@ -31,17 +30,11 @@ type OrderQuery struct {
 }
 
 // OrderHandler answers GET /v1/order.
-type OrderHandler struct {
-	orders  OrderLookup
-	symbols SymbolLookup
-}
+type OrderHandler struct{ withSymbols[OrderLookup] }
 
 // NewOrderHandler builds the handler.
 func NewOrderHandler(orders OrderLookup, symbols SymbolLookup) (OrderHandler, error) {
-	if orders == nil || symbols == nil {
-		return OrderHandler{}, errors.New("query: nil OrderLookup or SymbolLookup")
-	}
-	return OrderHandler{orders: orders, symbols: symbols}, nil
+	return newWithSymbols[OrderHandler](orders, symbols, "OrderLookup")
 }
 
 func errNoSuchOrder() error {
@@ -88,7 +81,7 @@ func (h OrderHandler) digits(ctx context.Context, symbol string) (symbolDigits, 
 }
 
 func (h OrderHandler) byOrderID(ctx context.Context, q OrderQuery) (OrderRecord, error) {
-	o, ok, err := h.orders.Order(ctx, q.Login, *q.OrderID)
+	o, ok, err := h.read.Order(ctx, q.Login, *q.OrderID)
 	if err != nil {
 		return OrderRecord{}, fmt.Errorf("read order %d: %w", *q.OrderID, err)
 	}
@@ -103,7 +96,7 @@ func (h OrderHandler) byOrderID(ctx context.Context, q OrderQuery) (OrderRecord,
 	r.ExecutedVolume = plain(dec.Sub(o.VolumeInitial, o.VolumeCurrent))
 	r.PositionID = o.PositionID
 	if o.OperationID != "" && o.APIKeyID == q.APIKeyID {
-		op, ok, err := h.orders.Operation(ctx, o.OperationID)
+		op, ok, err := h.read.Operation(ctx, o.OperationID)
 		if err != nil {
 			return OrderRecord{}, fmt.Errorf("read operation of order %d: %w", o.OrderID, err)
 		}
@@ -115,7 +108,7 @@ func (h OrderHandler) byOrderID(ctx context.Context, q OrderQuery) (OrderRecord,
 }
 
 func (h OrderHandler) byClientID(ctx context.Context, q OrderQuery) (OrderRecord, error) {
-	op, ok, err := h.orders.OperationByClientID(ctx, q.APIKeyID, q.OrigClientOrderID)
+	op, ok, err := h.read.OperationByClientID(ctx, q.APIKeyID, q.OrigClientOrderID)
 	if err != nil {
 		return OrderRecord{}, fmt.Errorf("read operation %q: %w", q.OrigClientOrderID, err)
 	}
@@ -127,7 +120,7 @@ func (h OrderHandler) byClientID(ctx context.Context, q OrderQuery) (OrderRecord
 	}
 	var row *trading.Order
 	if op.OrderID != 0 {
-		o, ok, err := h.orders.Order(ctx, q.Login, op.OrderID)
+		o, ok, err := h.read.Order(ctx, q.Login, op.OrderID)
 		if err != nil {
 			return OrderRecord{}, fmt.Errorf("read order %d: %w", op.OrderID, err)
 		}

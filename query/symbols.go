@@ -46,13 +46,14 @@ type withSymbols[R any] struct {
 	symbols SymbolLookup
 }
 
-// newWithSymbols checks that both are set (name is R's, for the error): a handler built
-// without them would fail on its first request instead of at start.
-func newWithSymbols[R any](read R, symbols SymbolLookup, name string) (withSymbols[R], error) {
+// newWithSymbols builds a handler H that is a withSymbols, checking that both are set (name
+// is R's, for the error): a handler built without them would fail on its first request
+// instead of at start.
+func newWithSymbols[H ~struct{ withSymbols[R] }, R any](read R, symbols SymbolLookup, name string) (H, error) {
 	if any(read) == nil || symbols == nil {
-		return withSymbols[R]{}, errors.New("query: nil " + name + " or SymbolLookup")
+		return H{}, errors.New("query: nil " + name + " or SymbolLookup")
 	}
-	return withSymbols[R]{read: read, symbols: symbols}, nil
+	return H{withSymbols[R]{read: read, symbols: symbols}}, nil
 }
 
 // knownSymbol checks the symbol a list is narrowed to: none lists every symbol, an unknown

@@ -23,8 +23,7 @@ type TicksHandler struct{ withSymbols[QuoteReader] }
 
 // NewTicksHandler builds the handler.
 func NewTicksHandler(quotes QuoteReader, symbols SymbolLookup) (TicksHandler, error) {
-	w, err := newWithSymbols(quotes, symbols, "QuoteReader")
-	return TicksHandler{w}, err
+	return newWithSymbols[TicksHandler](quotes, symbols, "QuoteReader")
 }
 
 // Handle returns up to Limit ticks, oldest first; an empty array when the symbol is not

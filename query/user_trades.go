@@ -29,8 +29,7 @@ type UserTradesHandler struct{ withSymbols[DealHistoryReader] }
 
 // NewUserTradesHandler builds the handler.
 func NewUserTradesHandler(deals DealHistoryReader, symbols SymbolLookup) (UserTradesHandler, error) {
-	w, err := newWithSymbols(deals, symbols, "DealHistoryReader")
-	return UserTradesHandler{w}, err
+	return newWithSymbols[UserTradesHandler](deals, symbols, "DealHistoryReader")
 }
 
 // Handle returns the deal records ordered by deal id. fromId overrides the time window

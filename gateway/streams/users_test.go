@@ -49,16 +49,16 @@ func change(kind string, login int64) query.Change {
 	var f events.Event
 	switch kind {
 	case query.ChangeDeal:
-		f = &events.DealAdded{Login: login, DealID: 7, Symbol: "EURUSD", Volume: dec.MustParse("0.1"),
+		f = &events.DealAdded{Fact: events.Fact{Login: login}, DealID: 7, Symbol: "EURUSD", Volume: dec.MustParse("0.1"),
 			Price: dec.MustParse("1.1"), Comment: "c#000001", Time: 1000}
 	case query.ChangeOrderUpdate:
-		f = &events.OrderChanged{Login: login, Change: "NEW", OrderID: 8, Symbol: "EURUSD", Type: 2, State: 1,
+		f = &events.OrderChanged{Fact: events.Fact{Login: login}, Change: "NEW", OrderID: 8, Symbol: "EURUSD", Type: 2, State: 1,
 			VolumeInitial: dec.MustParse("0.1"), VolumeCurrent: dec.MustParse("0.1"), Price: dec.MustParse("1.05"), Time: 1000}
 	case query.ChangePositionUpdate:
-		f = &events.PositionChanged{Login: login, Change: "NEW", PositionID: 9, Symbol: "EURUSD",
+		f = &events.PositionChanged{Fact: events.Fact{Login: login}, Change: "NEW", PositionID: 9, Symbol: "EURUSD",
 			Volume: dec.MustParse("0.1"), PriceOpen: dec.MustParse("1.1"), Time: 1000}
 	case query.ChangeAccountUpdate:
-		f = &events.AccountChanged{Login: login, Change: "UPDATE", Balance: dec.MustParse("100"), Time: 1000}
+		f = &events.AccountChanged{Fact: events.Fact{Login: login}, Change: "UPDATE", Balance: dec.MustParse("100"), Time: 1000}
 	}
 	return query.Change{Login: login, Kind: kind, Fact: f}
 }

@@ -9,26 +9,26 @@ func (f Fact) Event() (events.Event, bool) {
 	switch {
 	case f.Kind == FactDeal && f.Deal != nil:
 		d := f.Deal
-		return &events.DealAdded{Seq: f.Seq, Login: d.Login, DealID: d.Ticket, OrderID: d.Order, PositionID: d.Position,
-			Symbol: d.Symbol, Action: int(d.Action), Entry: int(d.Entry), Volume: d.Volume, Price: d.Price,
+		return &events.DealAdded{Fact: events.Fact{Seq: f.Seq, Login: d.Login}, DealID: d.Ticket, OrderID: d.Order,
+			PositionID: d.Position, Symbol: d.Symbol, Action: int(d.Action), Entry: int(d.Entry), Volume: d.Volume, Price: d.Price,
 			Profit: d.Profit, Commission: d.Commission, Swap: d.Swap, Comment: d.Comment, Time: d.Time,
 			Reason: int(d.Reason)}, true
 	case f.Kind == FactOrder && f.Order != nil:
 		o := f.Order
-		return &events.OrderChanged{Seq: f.Seq, Login: o.Login, Change: f.Action.String(), OrderID: o.Ticket,
-			PositionID: o.PositionID, Symbol: o.Symbol, Type: int(o.Type), State: int(o.State),
+		return &events.OrderChanged{Fact: events.Fact{Seq: f.Seq, Login: o.Login}, Change: f.Action.String(),
+			OrderID: o.Ticket, PositionID: o.PositionID, Symbol: o.Symbol, Type: int(o.Type), State: int(o.State),
 			VolumeInitial: o.VolumeInitial, VolumeCurrent: o.VolumeCurrent, Price: o.Price, StopLimitPrice: o.StopLimit,
 			SL: o.SL, TP: o.TP, TypeTime: int(o.TypeTime), Expiration: o.Expiration, Comment: o.Comment,
 			TimeSetup: o.TimeSetup, TimeDone: o.TimeDone, Time: f.Time}, true
 	case f.Kind == FactPosition && f.Position != nil:
 		p := f.Position
-		return &events.PositionChanged{Seq: f.Seq, Login: p.Login, Change: f.Action.String(), PositionID: p.Ticket,
-			Symbol: p.Symbol, Direction: int(p.Type), Volume: p.Volume, PriceOpen: p.PriceOpen, SL: p.SL, TP: p.TP,
+		return &events.PositionChanged{Fact: events.Fact{Seq: f.Seq, Login: p.Login}, Change: f.Action.String(),
+			PositionID: p.Ticket, Symbol: p.Symbol, Direction: int(p.Type), Volume: p.Volume, PriceOpen: p.PriceOpen, SL: p.SL, TP: p.TP,
 			Profit: p.Profit, Swap: p.Swap, Comment: p.Comment, TimeOpen: p.TimeCreate, Time: f.Time}, true
 	case f.Kind == FactAccount && f.Account != nil:
 		a := f.Account
-		return &events.AccountChanged{Seq: f.Seq, Login: a.Login, Change: f.Action.String(), Balance: a.Balance,
-			Credit: a.Credit, Time: f.Time}, true
+		return &events.AccountChanged{Fact: events.Fact{Seq: f.Seq, Login: a.Login}, Change: f.Action.String(),
+			Balance: a.Balance, Credit: a.Credit, Time: f.Time}, true
 	}
 	return nil, false
 }

@@ -75,7 +75,7 @@ func header(login int64, op, coid, tag string, attempt int) events.Operation {
 
 func deal(login, id, order int64, comment string) *events.DealAdded {
 	z := dec.MustParse("0")
-	return &events.DealAdded{Seq: uint64(id), Login: login, DealID: id, OrderID: order, PositionID: order, Symbol: "BTCUSD",
+	return &events.DealAdded{Fact: events.Fact{Seq: uint64(id), Login: login}, DealID: id, OrderID: order, PositionID: order, Symbol: "BTCUSD",
 		Volume: dec.MustParse("0.01"), Price: dec.MustParse("60015.00"), Profit: z, Commission: z, Swap: z,
 		Comment: comment, Time: time.Now().Unix() * 1000}
 }

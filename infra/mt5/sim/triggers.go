@@ -47,22 +47,25 @@ func (s *Sim) indexPosition(y *symbol, p *position) {
 	index(p.TP, &y.buyTP, &y.sellTP)
 }
 
+// validOrder and validPosition report whether a heap entry still names the open order or
+// position as it is (not a version a change has left behind).
 func (s *Sim) validOrder(e trigEntry) bool {
-	a := s.orderOwner[e.tkt]
-	if a == nil {
-		return false
-	}
-	o := a.orders[e.tkt]
+	o := owned(s.orderOwner, e.tkt, func(a *account) map[int64]*order { return a.orders })
 	return o != nil && o.ver == e.ver
 }
 
 func (s *Sim) validPosition(e trigEntry) bool {
-	a := s.posOwner[e.tkt]
-	if a == nil {
-		return false
-	}
-	p := a.positions[e.tkt]
+	p := owned(s.posOwner, e.tkt, func(a *account) map[int64]*position { return a.positions })
 	return p != nil && p.ver == e.ver
+}
+
+// owned is the item of ticket tkt in the map of its owner (owners), nil when the ticket has
+// no owner or the owner no such item.
+func owned[T any](owners map[int64]*account, tkt int64, items func(*account) map[int64]*T) *T {
+	if a := owners[tkt]; a != nil {
+		return items(a)[tkt]
+	}
+	return nil
 }
 
 // checkTriggers fires what the symbol's current quote reaches: stops first (so a stop-limit
