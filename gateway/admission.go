@@ -8,6 +8,7 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/events/trading"
+	"tradesvc/infra/check"
 	"tradesvc/query"
 )
 
@@ -54,21 +55,11 @@ type AdmissionConfig struct {
 }
 
 func (c *AdmissionConfig) defaults() {
-	if c.MaxInFlight <= 0 {
-		c.MaxInFlight = 4000
-	}
-	if c.MaxAge <= 0 {
-		c.MaxAge = 750 * time.Millisecond
-	}
-	if c.StaleLimit <= 0 {
-		c.StaleLimit = 100
-	}
-	if c.RiskFactor <= 0 {
-		c.RiskFactor = 4
-	}
-	if c.Forget <= 0 {
-		c.Forget = 10 * time.Second
-	}
+	c.MaxInFlight = check.PositiveOr(c.MaxInFlight, 4000)
+	c.MaxAge = check.PositiveOr(c.MaxAge, 750*time.Millisecond)
+	c.StaleLimit = check.PositiveOr(c.StaleLimit, 100)
+	c.RiskFactor = check.PositiveOr(c.RiskFactor, 4)
+	c.Forget = check.PositiveOr(c.Forget, 10*time.Second)
 }
 
 // NewAdmission builds the admission control; now is the gateway's clock.

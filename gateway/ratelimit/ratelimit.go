@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"time"
+
 	"tradesvc/infra/check"
 )
 
@@ -31,15 +32,9 @@ type Limits struct {
 
 // Or returns l with zero fields taken from def.
 func (l Limits) Or(def Limits) Limits {
-	if l.WeightPerMinute <= 0 {
-		l.WeightPerMinute = def.WeightPerMinute
-	}
-	if l.Orders10s <= 0 {
-		l.Orders10s = def.Orders10s
-	}
-	if l.Orders1m <= 0 {
-		l.Orders1m = def.Orders1m
-	}
+	l.WeightPerMinute = check.PositiveOr(l.WeightPerMinute, def.WeightPerMinute)
+	l.Orders10s = check.PositiveOr(l.Orders10s, def.Orders10s)
+	l.Orders1m = check.PositiveOr(l.Orders1m, def.Orders1m)
 	return l
 }
 

@@ -24,3 +24,12 @@ func (p *Problems) Add(err error) {
 
 // Err is every problem recorded, joined; nil when there is none.
 func (p *Problems) Err() error { return errors.Join(p.errs...) }
+
+// PositiveOr is v when it is positive, else def: a setting that must be positive takes its
+// default when it is left zero (or set negative).
+func PositiveOr[T ~int | ~int32 | ~int64](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
+}

@@ -24,3 +24,11 @@ func TestProblemsReportsEveryRecordedProblemAndNothingElse(t *testing.T) {
 		t.Fatalf("Err() = %v, want first and second joined", err)
 	}
 }
+
+func TestPositiveOrKeepsPositiveSettingsAndDefaultsTheRest(t *testing.T) {
+	for _, c := range []struct{ v, want int }{{5, 5}, {1, 1}, {0, 7}, {-3, 7}} {
+		if got := PositiveOr(c.v, 7); got != c.want {
+			t.Fatalf("PositiveOr(%d, 7) = %d, want %d", c.v, got, c.want)
+		}
+	}
+}

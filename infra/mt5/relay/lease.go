@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tradesvc/events"
+	"tradesvc/infra/check"
 	"tradesvc/infra/wait"
 )
 
@@ -73,18 +74,10 @@ func (c *LeaseConfig) defaults() error {
 	if c.Name == "" || c.Owner == "" {
 		return errors.New("relay: the lease needs a name and an owner")
 	}
-	if c.TTL <= 0 {
-		c.TTL = 5 * time.Second
-	}
-	if c.RenewEvery <= 0 {
-		c.RenewEvery = time.Second
-	}
-	if c.Poll <= 0 {
-		c.Poll = time.Second
-	}
-	if c.Margin <= 0 {
-		c.Margin = time.Second
-	}
+	c.TTL = check.PositiveOr(c.TTL, 5*time.Second)
+	c.RenewEvery = check.PositiveOr(c.RenewEvery, time.Second)
+	c.Poll = check.PositiveOr(c.Poll, time.Second)
+	c.Margin = check.PositiveOr(c.Margin, time.Second)
 	if c.TTL-c.Margin <= c.RenewEvery {
 		return fmt.Errorf("relay: lease TTL %s minus margin %s must exceed the renewal interval %s", c.TTL, c.Margin, c.RenewEvery)
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"tradesvc/events"
+	"tradesvc/infra/check"
 	"tradesvc/infra/mt5"
 	"tradesvc/infra/wait"
 )
@@ -56,18 +57,10 @@ type RelayConfig struct {
 }
 
 func (c *RelayConfig) defaults() {
-	if c.Batch <= 0 {
-		c.Batch = 500
-	}
-	if c.AccountsEvery <= 0 {
-		c.AccountsEvery = time.Second
-	}
-	if c.ReferenceEvery <= 0 {
-		c.ReferenceEvery = 30 * time.Second
-	}
-	if c.StatsEvery <= 0 {
-		c.StatsEvery = time.Second
-	}
+	c.Batch = check.PositiveOr(c.Batch, 500)
+	c.AccountsEvery = check.PositiveOr(c.AccountsEvery, time.Second)
+	c.ReferenceEvery = check.PositiveOr(c.ReferenceEvery, 30*time.Second)
+	c.StatsEvery = check.PositiveOr(c.StatsEvery, time.Second)
 }
 
 // Relay copies the trade server's feeds into the log: facts (deals, orders, positions,
