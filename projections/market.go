@@ -7,6 +7,7 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/infra/kafka/batch"
+	"tradesvc/infra/perkey"
 	"tradesvc/query"
 )
 
@@ -20,8 +21,7 @@ const TickBufferSize = 1000
 type Market struct {
 	startedAt int64
 
-	mu      sync.RWMutex
-	symbols map[string]*marketSymbol
+	symbols perkey.Map[string, marketSymbol]
 
 	listener atomic.Pointer[marketListener]
 }
@@ -53,23 +53,11 @@ type marketSymbol struct {
 // NewMarket builds an empty projection; ticks older than startedAtMs warm the latest quote
 // but do not enter the tick buffer.
 func NewMarket(startedAtMs int64) *Market {
-	return &Market{startedAt: startedAtMs, symbols: make(map[string]*marketSymbol)}
+	return &Market{startedAt: startedAtMs}
 }
 
 func (m *Market) symbol(name string) *marketSymbol {
-	m.mu.RLock()
-	s := m.symbols[name]
-	m.mu.RUnlock()
-	if s != nil {
-		return s
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if s = m.symbols[name]; s == nil {
-		s = &marketSymbol{ring: make([]query.Quote, TickBufferSize)}
-		m.symbols[name] = s
-	}
-	return s
+	return m.symbols.Ensure(name, func() *marketSymbol { return &marketSymbol{ring: make([]query.Quote, TickBufferSize)} })
 }
 
 // Handle applies one message of the tick topic.
@@ -131,9 +119,7 @@ func statsOf(s *marketSymbol) *atomic.Pointer[query.DayStats] { return &s.stats 
 // latestOf reads the latest value of one kind (the quote, the day statistics) of a symbol:
 // the lock only finds the symbol, the value is an atomic pointer that writers swap whole.
 func latestOf[T any](m *Market, symbol string, kind func(*marketSymbol) *atomic.Pointer[T]) (T, bool) {
-	m.mu.RLock()
-	s := m.symbols[symbol]
-	m.mu.RUnlock()
+	s := m.symbols.Get(symbol)
 	var v *T
 	if s != nil {
 		v = kind(s).Load()
@@ -147,23 +133,19 @@ func latestOf[T any](m *Market, symbol string, kind func(*marketSymbol) *atomic.
 
 // everyLatest returns that value of every symbol that has one, ordered by symbol.
 func everyLatest[T any](m *Market, kind func(*marketSymbol) *atomic.Pointer[T], symbolOf func(*T) string) []T {
-	m.mu.RLock()
-	out := make([]T, 0, len(m.symbols))
-	for _, s := range m.symbols {
+	out := make([]T, 0, m.symbols.Len())
+	m.symbols.Range(func(_ string, s *marketSymbol) {
 		if v := kind(s).Load(); v != nil {
 			out = append(out, *v)
 		}
-	}
-	m.mu.RUnlock()
+	})
 	sort.Slice(out, func(i, j int) bool { return symbolOf(&out[i]) < symbolOf(&out[j]) })
 	return out
 }
 
 // Ticks implements query.QuoteReader: up to limit of the newest buffered ticks, oldest first.
 func (m *Market) Ticks(symbol string, limit int) []query.Quote {
-	m.mu.RLock()
-	s := m.symbols[symbol]
-	m.mu.RUnlock()
+	s := m.symbols.Get(symbol)
 	if s == nil || limit <= 0 {
 		return []query.Quote{}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/events/trading"
+	"tradesvc/infra/perkey"
 	"tradesvc/query"
 )
 
@@ -52,8 +53,7 @@ type Market struct {
 	symbols SymbolLookup
 	depth   map[string]bool
 
-	mu    sync.RWMutex
-	bySym map[string]*symbolStreams
+	bySym perkey.Map[string, symbolStreams]
 
 	subMu sync.Mutex // serialises subscription changes (topics are copy-on-write)
 }
@@ -77,7 +77,7 @@ type topic struct {
 }
 
 func newMarket(cfg *Config, symbols SymbolLookup) *Market {
-	m := &Market{cfg: cfg, symbols: symbols, depth: make(map[string]bool), bySym: make(map[string]*symbolStreams)}
+	m := &Market{cfg: cfg, symbols: symbols, depth: make(map[string]bool)}
 	for _, s := range cfg.DepthSymbols {
 		m.depth[s] = true
 	}
@@ -86,34 +86,29 @@ func newMarket(cfg *Config, symbols SymbolLookup) *Market {
 
 // streams returns the state of symbol, creating it on first use.
 func (m *Market) streams(symbol string) *symbolStreams {
-	m.mu.RLock()
-	st := m.bySym[symbol]
-	m.mu.RUnlock()
-	if st != nil {
-		return st
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if st = m.bySym[symbol]; st == nil {
-		st = &symbolStreams{}
-		st.digits.Store(-1)
-		for i := range st.topics {
-			n := Name{Symbol: symbol}
-			switch i {
-			case topicTick:
-				n.Kind = KindTick
-			case topicBookTicker:
-				n.Kind = KindBookTicker
-			case topicTicker:
-				n.Kind = KindTicker
-			case topicDepth:
-				n.Kind = KindDepth
-			default:
-				n.Kind, n.Interval = KindKline, i-topicKline0
-			}
-			st.topics[i].name = n.String()
+	return m.bySym.Ensure(symbol, func() *symbolStreams { return newSymbolStreams(symbol) })
+}
+
+// newSymbolStreams is the state of a symbol no stream has used yet: digits unknown, each
+// topic named.
+func newSymbolStreams(symbol string) *symbolStreams {
+	st := &symbolStreams{}
+	st.digits.Store(-1)
+	for i := range st.topics {
+		n := Name{Symbol: symbol}
+		switch i {
+		case topicTick:
+			n.Kind = KindTick
+		case topicBookTicker:
+			n.Kind = KindBookTicker
+		case topicTicker:
+			n.Kind = KindTicker
+		case topicDepth:
+			n.Kind = KindDepth
+		default:
+			n.Kind, n.Interval = KindKline, i-topicKline0
 		}
-		m.bySym[symbol] = st
+		st.topics[i].name = n.String()
 	}
 	return st
 }
@@ -259,14 +254,12 @@ func (m *Market) unsubscribe(c *marketConn, names []Name) {
 // refreshDigits re-reads the digits of every symbol that has been looked up, so a changed
 // specification reaches the frames within SymbolRefresh.
 func (m *Market) refreshDigits(ctx context.Context) {
-	m.mu.RLock()
-	names := make([]string, 0, len(m.bySym))
-	for name, st := range m.bySym {
+	names := make([]string, 0, m.bySym.Len())
+	m.bySym.Range(func(name string, st *symbolStreams) {
 		if st.digits.Load() >= 0 {
 			names = append(names, name)
 		}
-	}
-	m.mu.RUnlock()
+	})
 	for _, name := range names {
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		spec, ok, err := m.symbols.Symbol(lctx, name)
