@@ -12,4 +12,12 @@
 /^panic: |^[[:space:]]+[A-Za-z0-9_]+_test\.go:[0-9]+: / {
   if (length(out[cur]) < 4000) out[cur] = out[cur] $0 "\n"
   if ($0 ~ /^panic: /) { print "--- panic in " cur ":"; print $0 }
+  cont = 1
+  next
 }
+# The further lines of a multi-line message are indented deeper than the message itself.
+cont && /^        [[:space:]]*[^[:space:]]/ {
+  if (length(out[cur]) < 4000) out[cur] = out[cur] $0 "\n"
+  next
+}
+{ cont = 0 }
