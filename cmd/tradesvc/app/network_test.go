@@ -23,15 +23,7 @@ func TestExecutorRestartAgainstARemoteSimulatorLosesNoFact(t *testing.T) {
 	ctx := context.Background()
 	vars := apptest.Vars(t)
 
-	_, simAddr := apptest.LaunchSim(t, vars)
-	token, err := remote.ReadToken(filepath.Join(vars["TRADESVC_RUN_DIR"], "sim.token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := remote.NewAdminClient(remote.ClientConfig{Addr: simAddr, Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
+	simAddr, _, admin := launchRemoteSim(t, vars)
 
 	svcVars := maps.Clone(vars)
 	svcVars["TRADESVC_ROLES"] = "gateway,executor,relay,projector"
@@ -80,4 +72,19 @@ func TestExecutorRestartAgainstARemoteSimulatorLosesNoFact(t *testing.T) {
 		}
 		return n == 2
 	})
+}
+
+// launchRemoteSim starts the simulator role in a process of its own and returns its network
+// address, the token that reaches it, and its admin client.
+func launchRemoteSim(t *testing.T, vars map[string]string) (addr, token string, admin *remote.AdminClient) {
+	t.Helper()
+	_, addr = apptest.LaunchSim(t, vars)
+	token, err := remote.ReadToken(filepath.Join(vars["TRADESVC_RUN_DIR"], "sim.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if admin, err = remote.NewAdminClient(remote.ClientConfig{Addr: addr, Token: token}); err != nil {
+		t.Fatal(err)
+	}
+	return addr, token, admin
 }

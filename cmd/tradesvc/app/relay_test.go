@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -63,15 +62,7 @@ func factSeqs(recs []kafkatest.Record) map[uint64]int {
 func TestTwoExecutorsAndRelaysRelayEachFactOnce(t *testing.T) {
 	ctx := context.Background()
 	vars := fastHealth(apptest.Vars(t))
-	_, simAddr := apptest.LaunchSim(t, vars)
-	token, err := remote.ReadToken(filepath.Join(vars["TRADESVC_RUN_DIR"], "sim.token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := remote.NewAdminClient(remote.ClientConfig{Addr: simAddr, Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
+	simAddr, token, admin := launchRemoteSim(t, vars)
 	port, err := remote.NewClient(remote.ClientConfig{Addr: simAddr, Token: token})
 	if err != nil {
 		t.Fatal(err)
