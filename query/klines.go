@@ -69,12 +69,9 @@ func (h KlinesHandler) Handle(ctx context.Context, q KlinesQuery) ([]Kline, erro
 	if err != nil {
 		return nil, err
 	}
-	limit := q.Limit
-	if limit == 0 {
-		limit = KlinesDefaultLimit
-	}
-	if limit < 1 || limit > KlinesMaxLimit {
-		return nil, events.Reject(events.CodeInvalidData, "Invalid limit: 1 to 1000.")
+	limit, err := pageLimit(q.Limit, KlinesDefaultLimit, KlinesMaxLimit)
+	if err != nil {
+		return nil, err
 	}
 	if q.StartTime != nil && q.EndTime != nil && *q.EndTime < *q.StartTime {
 		return nil, events.Reject(events.CodeBadCombination, "endTime is before startTime.")

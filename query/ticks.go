@@ -2,8 +2,6 @@ package query
 
 import (
 	"context"
-
-	"tradesvc/events"
 )
 
 // Tick-buffer limits of GET /v1/ticks.
@@ -29,12 +27,9 @@ func NewTicksHandler(quotes QuoteReader, symbols SymbolLookup) (TicksHandler, er
 // Handle returns up to Limit ticks, oldest first; an empty array when the symbol is not
 // streamed. An unknown symbol is -1121, a limit outside 1..1000 is -1130.
 func (h TicksHandler) Handle(ctx context.Context, q TicksQuery) ([]Tick, error) {
-	limit := q.Limit
-	if limit == 0 {
-		limit = TicksDefaultLimit
-	}
-	if limit < 1 || limit > TicksMaxLimit {
-		return nil, events.Reject(events.CodeInvalidData, "Invalid limit: 1 to 1000.")
+	limit, err := pageLimit(q.Limit, TicksDefaultLimit, TicksMaxLimit)
+	if err != nil {
+		return nil, err
 	}
 	spec, err := lookupSymbol(ctx, h.symbols, q.Symbol)
 	if err != nil {

@@ -1,6 +1,10 @@
 package query
 
-import "tradesvc/events"
+import (
+	"fmt"
+
+	"tradesvc/events"
+)
 
 // MaxHistorySpanMs is the longest lookup span of the history endpoints (7 days).
 const MaxHistorySpanMs = 7 * 24 * 3600 * 1000
@@ -27,4 +31,15 @@ func HistoryWindow(start, end *int64, now int64) (from, to int64, err error) {
 		return 0, 0, events.Reject(events.CodeSpanTooBig, "Lookup span is over 7 days.")
 	}
 	return from, to, nil
+}
+
+// pageLimit is a read's limit parameter: 0 (not sent) is def, outside 1..max is -1130.
+func pageLimit(n, def, max int) (int, error) {
+	if n == 0 {
+		return def, nil
+	}
+	if n < 1 || n > max {
+		return 0, events.Reject(events.CodeInvalidData, fmt.Sprintf("Invalid limit: 1 to %d.", max))
+	}
+	return n, nil
 }
