@@ -9,6 +9,7 @@ import (
 	"tradesvc/events"
 	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
+	"tradesvc/infra/wait"
 )
 
 // Settling (docs/trading.md, "Settling what is unknown"): an attempt left IN_DOUBT, or sent
@@ -111,15 +112,8 @@ func (x *Executor) restingByTag(ctx context.Context, o *operation, now int64) (*
 // outcome (the flusher). Several executors may settle one attempt at once: they ask the same
 // trade server after the deadline, so they settle it the same way.
 func (x *Executor) settleLoop(ctx context.Context) {
-	t := time.NewTicker(x.cfg.SettleEvery)
-	defer t.Stop()
 	unreachable := false // said once, not every round
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	wait.Every(ctx, x.cfg.SettleEvery, func() {
 		n, err := x.SettleOnce(ctx)
 		if ctx.Err() != nil {
 			return
@@ -136,7 +130,7 @@ func (x *Executor) settleLoop(ctx context.Context) {
 		if n > 0 {
 			x.log.Info("settled unsettled attempts", "settled", n)
 		}
-	}
+	})
 }
 
 // SettleOnce settles what can be settled now and reports how many attempts it settled. It

@@ -15,6 +15,7 @@ import (
 	"tradesvc/events"
 	"tradesvc/events/trading"
 	"tradesvc/infra/check"
+	"tradesvc/infra/wait"
 )
 
 // SweeperConfig configures the dispatch sweeper. Pool, Out and Now are required.
@@ -77,19 +78,12 @@ func NewSweeper(cfg SweeperConfig) (*Sweeper, error) {
 // Run sweeps every Every until ctx ends, then returns nil. A failed round is logged and
 // the next one covers what it could not.
 func (s *Sweeper) Run(ctx context.Context) error {
-	t := time.NewTicker(s.cfg.Every)
-	defer t.Stop()
 	failing := false
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	wait.Every(ctx, s.cfg.Every, func() {
 		n, err := s.Sweep(ctx)
 		switch {
 		case ctx.Err() != nil:
-			return nil
+			return
 		case err != nil && !failing:
 			s.log.Error("dispatch sweeper: round failed; retrying every round", "err", err)
 		case err == nil && failing:
@@ -100,7 +94,8 @@ func (s *Sweeper) Run(ctx context.Context) error {
 			s.log.Warn("dispatch sweeper: operations not sent within the dispatch window were rejected (-1000)",
 				"operations", n, "window", s.cfg.DispatchWindow)
 		}
-	}
+	})
+	return nil
 }
 
 // sweepMargin is how far back each round looks again before where the previous one ended: a
