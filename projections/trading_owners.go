@@ -70,6 +70,16 @@ func (t *Trading) waitsForOwner(ctx context.Context, msgs []batch.Message) (wait
 	}
 	now := t.cfg.Now().UnixMilli()
 	for _, m := range msgs {
+		// The relay often appends its copy of the facts a send caused before the executor
+		// appends the outcome that carries them in band. Applied first, the copy costs a
+		// transaction of its own, and the outcome waits behind it. A young one waits for the
+		// outcome instead (a moment: it is on its way), and is then skipped as applied.
+		if k, ok := sentFact(m.Event); ok && !own[k] && m.Envelope.OccurredAt != 0 &&
+			now-m.Envelope.OccurredAt < ownerInFlight.Milliseconds() && !t.seen.fact(m.Event) && !t.seen.outcome(k) {
+			return true, true, nil
+		}
+	}
+	for _, m := range msgs {
 		k, ok := ownedFact(m.Event)
 		if !ok || own[k] || m.Envelope.OccurredAt == 0 || now-m.Envelope.OccurredAt > ownerWait.Milliseconds() ||
 			t.seen.fact(m.Event) {
@@ -119,6 +129,28 @@ func ownedFact(ev events.Event) (loginTag, bool) {
 		if trading.OrderType(x.Type).IsMarket() {
 			return loginTag{}, false
 		}
+		login, comment = x.Login, x.Comment
+	default:
+		return loginTag{}, false
+	}
+	tag := trading.TagOf(comment)
+	return loginTag{login, tag}, tag != ""
+}
+
+// sentFact returns the (login, tag) of a fact a send may have caused and carried in band: a
+// trading deal, an order change, a position change whose comment holds the service's tag.
+func sentFact(ev events.Event) (loginTag, bool) {
+	var login int64
+	var comment string
+	switch x := ev.(type) {
+	case *events.DealAdded:
+		if !trading.DealAction(x.Action).IsTrade() {
+			return loginTag{}, false
+		}
+		login, comment = x.Login, x.Comment
+	case *events.OrderChanged:
+		login, comment = x.Login, x.Comment
+	case *events.PositionChanged:
 		login, comment = x.Login, x.Comment
 	default:
 		return loginTag{}, false

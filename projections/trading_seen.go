@@ -13,7 +13,9 @@ import (
 // statement, and the owner of a fact's tag is known without a read:
 //
 //   - the feed sequences of the trade-server facts applied (in band or from the relay);
-//   - the operations (id and attempt) whose command was applied, with their tag's owner.
+//   - the operations (id and attempt) whose command was applied, with their tag's owner;
+//   - the tags of the operations whose outcome was applied: a young relay fact of such a tag
+//     that is not among the outcome's in-band facts is the relay's own (trading_owners.go).
 //
 // A copy this process does not remember (after a restart, or one older than what is kept) is
 // applied as usual, which changes nothing: every statement moves its row only forward (by
@@ -22,6 +24,7 @@ type seenApplied struct {
 	mu       sync.Mutex
 	facts    ring[uint64]
 	commands ring[string]
+	outcomes ring[loginTag]        // operations whose outcome (with its in-band facts) was applied
 	attempt  map[string]int        // operation id → attempt applied (keys: commands)
 	owners   map[loginTag]tagOwner // (login, tag) → operation, for the commands kept
 	tagOf    map[string]loginTag   // operation id → its (login, tag), to forget it
@@ -33,7 +36,7 @@ type seenApplied struct {
 const seenSize = 1 << 15
 
 func newSeenApplied() *seenApplied {
-	return &seenApplied{facts: newRing[uint64](seenSize), commands: newRing[string](seenSize),
+	return &seenApplied{facts: newRing[uint64](seenSize), commands: newRing[string](seenSize), outcomes: newRing[loginTag](seenSize),
 		attempt: map[string]int{}, owners: map[loginTag]tagOwner{}, tagOf: map[string]loginTag{}}
 }
 
@@ -48,6 +51,14 @@ func (s *seenApplied) factSeq(seq uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.facts.has(seq)
+}
+
+// outcome reports whether the outcome of the operation tagged k was applied (recently, by
+// this process).
+func (s *seenApplied) outcome(k loginTag) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.outcomes.has(k)
 }
 
 // command reports whether the command ev (of its attempt or a later one) was applied.
@@ -92,6 +103,10 @@ func (s *seenApplied) committed(items []*tradingItem) {
 	for _, it := range items {
 		if seq, ok := events.FactSeq(it.ev); ok {
 			s.facts.add(seq, nil)
+			continue
+		}
+		if o, ok := it.ev.(*events.ExecutionOutcome); ok {
+			s.outcomes.add(loginTag{o.Login, o.Tag}, nil)
 			continue
 		}
 		r, ok := trading.RequestOf(it.ev)
