@@ -76,6 +76,7 @@ type Trading struct {
 	digits    *digitsCache
 	positions *Positions // nil while replaying
 	seen      *seenApplied
+	notifier  *notifier          // the NOTIFYs of committed transactions, in commit order
 	analyzer  *postgres.Analyzer // keeps the read models' statistics current while they are young
 	lastPrune atomic.Int64
 	comb      combiner
@@ -100,7 +101,7 @@ func NewTrading(cfg TradingConfig) (*Trading, error) {
 	if cfg.CommandGrace == 0 && !cfg.Replaying {
 		cfg.CommandGrace = 20 * time.Millisecond
 	}
-	t := &Trading{cfg: cfg, digits: newDigitsCache(), seen: newSeenApplied(),
+	t := &Trading{cfg: cfg, digits: newDigitsCache(), seen: newSeenApplied(), notifier: &notifier{pool: cfg.Pool, log: cfg.Logger},
 		analyzer: postgres.NewAnalyzer(cfg.Pool, cfg.Logger, "rm.operations", "rm.orders", "rm.deals", "rm.positions",
 			"rm.account_balances", "rm.changes")}
 	if !cfg.Replaying {

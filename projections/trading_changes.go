@@ -137,14 +137,16 @@ func queueChangeRows(b *pgx.Batch, part int32, rows []changeRow) {
 
 // announce hands a committed transaction's change rows to this process's change feed and,
 // by NOTIFY, to every other process's (the payload carries the rows when they fit, so no
-// reader reads them back; a row too large for it makes the readers catch up by query). A
-// NOTIFY that fails only delays other processes: their feeds also poll.
+// reader reads them back; a row too large for it makes the readers catch up by query). The
+// NOTIFY goes out after the transaction, in commit order, without holding up the next
+// transaction (notifier). A NOTIFY that fails only delays other processes: their feeds also
+// poll.
 func (t *Trading) announce(ctx context.Context, rows map[int32][]changeRow) {
 	if len(rows) == 0 {
 		return
 	}
 	now := t.cfg.Now()
-	b := &pgx.Batch{}
+	var payloads []string
 	for part, prows := range rows {
 		if t.cfg.Committed != nil {
 			changes := make([]query.Change, len(prows))
@@ -153,13 +155,9 @@ func (t *Trading) announce(ctx context.Context, rows map[int32][]changeRow) {
 			}
 			t.cfg.Committed(part, changes)
 		}
-		for _, payload := range notifyPayloads(part, prows) {
-			b.Queue("SELECT pg_notify($1, $2)", ChangesChannel, payload)
-		}
+		payloads = append(payloads, notifyPayloads(part, prows)...)
 	}
-	if err := t.cfg.Pool.SendBatch(ctx, b).Close(); err != nil && ctx.Err() == nil {
-		t.cfg.Logger.Warn("trading projection: notify the change feed", "err", err)
-	}
+	t.notifier.add(ctx, payloads)
 }
 
 // factRow is the change row of an applied fact: the fact itself, which the user streams
