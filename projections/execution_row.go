@@ -142,9 +142,7 @@ func deriveRow(key execKey, st *execState, ref execRef) (execRow, error) {
 		if st.Request == nil {
 			attempt = out.Attempt
 		}
-		in.Out = &trading.Outcome{Attempt: out.Attempt, Status: trading.Status(out.Status), Code: out.Code,
-			Retcode: out.Retcode, Msg: out.Msg, Unanswered: out.Unanswered, OrderID: out.OrderID, DealID: out.DealID,
-			PositionID: out.PositionID, Price: out.Price, Volume: out.Volume, DecidedAt: out.DecidedAt}
+		in.Out = out
 		for _, o := range st.Orders {
 			if o.ID == out.OrderID {
 				in.Order = &trading.PendingOrder{Open: o.Open, State: trading.OrderState(o.State), UpdateTime: o.UpdateTime}

@@ -29,12 +29,12 @@ type execKey struct {
 
 // execState is the merged facts of one operation (JSON in the state column).
 type execState struct {
-	OperationID string       `json:"operationId,omitempty"`
-	Request     *execRequest `json:"request,omitempty"`
-	Outcome     *execOutcome `json:"outcome,omitempty"`
-	Sent        *execSent    `json:"sent,omitempty"`
-	Deals       []execDeal   `json:"deals,omitempty"`
-	Orders      []execOrder  `json:"orders,omitempty"`
+	OperationID string           `json:"operationId,omitempty"`
+	Request     *execRequest     `json:"request,omitempty"`
+	Outcome     *trading.Outcome `json:"outcome,omitempty"`
+	Sent        *execSent        `json:"sent,omitempty"`
+	Deals       []execDeal       `json:"deals,omitempty"`
+	Orders      []execOrder      `json:"orders,omitempty"`
 	// ClosedPositions are the positions the trade server reported closed in band, with an
 	// outcome of this operation: a full close is complete once its position is among them.
 	ClosedPositions []int64 `json:"closedPositions,omitempty"`
@@ -63,24 +63,6 @@ type execRequest struct {
 	// again by a retry of a failed append).
 	ReceivedAt int64 `json:"receivedAt"`
 	QueuedAt   int64 `json:"queuedAt"`
-}
-
-// execOutcome is the executor's outcome of one attempt.
-type execOutcome struct {
-	Attempt    int          `json:"attempt"`
-	Status     string       `json:"status"`
-	Code       int          `json:"code,omitempty"`
-	Retcode    int          `json:"retcode,omitempty"`
-	Msg        string       `json:"msg,omitempty"`
-	Unanswered bool         `json:"unanswered,omitempty"`
-	Reconciled bool         `json:"reconciled,omitempty"`
-	OrderID    int64        `json:"orderId,omitempty"`
-	DealID     int64        `json:"dealId,omitempty"`
-	PositionID int64        `json:"positionId,omitempty"`
-	Price      *apd.Decimal `json:"price,omitempty"`
-	Volume     *apd.Decimal `json:"volume,omitempty"`
-	DecidedAt  int64        `json:"decidedAt"`
-	SentAt     int64        `json:"sentAt,omitempty"`
 }
 
 // execSent is the executor's ExecutionSent_v1 of the newest attempt it recorded (logs written
@@ -152,9 +134,7 @@ func execFacts(m batch.Message) []execFact {
 // orders, and whether the position a close targets closed.
 func outcomeFacts(e *events.ExecutionOutcome) []execFact {
 	key := execKey{e.Login, e.Tag}
-	o := execOutcome{Attempt: e.Attempt, Status: e.Status, Code: e.Code, Retcode: e.Retcode, Msg: e.Msg,
-		Unanswered: e.Unanswered, Reconciled: e.Reconciled, OrderID: e.OrderID, DealID: e.DealID,
-		PositionID: e.Position, Price: e.Price, Volume: e.Volume, DecidedAt: e.DecidedAt, SentAt: e.SentAt}
+	o := trading.OutcomeOf(e)
 	var deals []execDeal
 	var orders []execOrder
 	var closed []int64
@@ -263,7 +243,7 @@ func (st *execState) mergeRequest(id string, r execRequest) {
 
 // mergeOutcome keeps the outcome of the newest attempt, the latest decided of that attempt
 // (an IN_DOUBT settled later by reconciliation).
-func (st *execState) mergeOutcome(id string, o execOutcome) {
+func (st *execState) mergeOutcome(id string, o trading.Outcome) {
 	st.OperationID = id
 	if cur := st.Outcome; cur == nil || o.Attempt > cur.Attempt || o.Attempt == cur.Attempt && o.DecidedAt > cur.DecidedAt {
 		st.Outcome = &o

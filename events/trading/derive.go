@@ -3,6 +3,7 @@ package trading
 import (
 	"github.com/cockroachdb/apd/v3"
 
+	"tradesvc/events"
 	"tradesvc/events/dec"
 )
 
@@ -11,20 +12,33 @@ import (
 // of its tag and, for a pending placement, its order. It is a pure function of those inputs,
 // so the facts may arrive in any order and a replay derives the same rows.
 
-// Outcome is the stored outcome of one attempt (the executor's ExecutionOutcome).
+// Outcome is the stored outcome of one attempt (the executor's ExecutionOutcome, OutcomeOf).
+// Its JSON is what the execution-quality projection stores as its state's outcome, so the
+// field order and names stay as they are.
 type Outcome struct {
-	Attempt    int
-	Status     Status
-	Code       int
-	Retcode    int
-	Msg        string
-	Unanswered bool
-	OrderID    int64
-	DealID     int64
-	PositionID int64
-	Price      *apd.Decimal
-	Volume     *apd.Decimal
-	DecidedAt  int64
+	Attempt    int    `json:"attempt"`
+	Status     Status `json:"status"`
+	Code       int    `json:"code,omitempty"`
+	Retcode    int    `json:"retcode,omitempty"`
+	Msg        string `json:"msg,omitempty"`
+	Unanswered bool   `json:"unanswered,omitempty"`
+	// Reconciled: derived from the trade server's records, not from an in-band answer.
+	Reconciled bool         `json:"reconciled,omitempty"`
+	OrderID    int64        `json:"orderId,omitempty"`
+	DealID     int64        `json:"dealId,omitempty"`
+	PositionID int64        `json:"positionId,omitempty"`
+	Price      *apd.Decimal `json:"price,omitempty"`
+	Volume     *apd.Decimal `json:"volume,omitempty"`
+	DecidedAt  int64        `json:"decidedAt"`
+	// SentAt is when the attempt was handed to the trade server (0: not sent).
+	SentAt int64 `json:"sentAt,omitempty"`
+}
+
+// OutcomeOf is the outcome an ExecutionOutcome event records.
+func OutcomeOf(e *events.ExecutionOutcome) Outcome {
+	return Outcome{Attempt: e.Attempt, Status: Status(e.Status), Code: e.Code, Retcode: e.Retcode, Msg: e.Msg,
+		Unanswered: e.Unanswered, Reconciled: e.Reconciled, OrderID: e.OrderID, DealID: e.DealID,
+		PositionID: e.Position, Price: e.Price, Volume: e.Volume, DecidedAt: e.DecidedAt, SentAt: e.SentAt}
 }
 
 // Fills sums the distinct trading deals (action 0/1) whose comment carries the tag.
