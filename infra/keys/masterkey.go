@@ -1,12 +1,10 @@
 package keys
 
 import (
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"strings"
 
@@ -50,20 +48,7 @@ func ParseMasterKey(s string) ([]byte, error) {
 // when several processes start together, exactly one key wins and all of them use it. A key
 // file readable by group or others is refused.
 func LoadOrCreateMasterKey(path string) ([]byte, error) {
-	key, err := readMasterKey(path)
-	if !errors.Is(err, fs.ErrNotExist) {
-		return key, err
-	}
-	fresh := make([]byte, MasterKeySize)
-	if _, err := rand.Read(fresh); err != nil {
-		return nil, fmt.Errorf("keys: generate master key: %w", err)
-	}
-	// Another process may create the key at the same moment: the first one stands, and
-	// every caller reads the file.
-	if _, err := secretfile.CreateExclusive(path, fresh); err != nil {
-		return nil, fmt.Errorf("keys: create master key: %w", err)
-	}
-	return readMasterKey(path)
+	return secretfile.LoadOrCreate(path, MasterKeySize, nil, readMasterKey)
 }
 
 func readMasterKey(path string) ([]byte, error) {

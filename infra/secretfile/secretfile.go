@@ -5,6 +5,7 @@
 package secretfile
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -43,4 +44,26 @@ func CreateExclusive(path string, content []byte) (created bool, err error) {
 		return false, fmt.Errorf("secretfile: install %s: %w", path, err)
 	}
 	return true, nil
+}
+
+// LoadOrCreate returns what read makes of the secret file at path, creating the file first
+// when read finds none (an error wrapping fs.ErrNotExist): size random bytes, stored as encode
+// renders them (nil: raw). When several processes create it at once, the first one's file
+// stands and every caller reads that one, so all of them use the same secret.
+func LoadOrCreate[T any](path string, size int, encode func([]byte) []byte, read func(path string) (T, error)) (T, error) {
+	v, err := read(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return v, err
+	}
+	fresh := make([]byte, size)
+	if _, err := rand.Read(fresh); err != nil {
+		return v, fmt.Errorf("secretfile: generate %s: %w", path, err)
+	}
+	if encode != nil {
+		fresh = encode(fresh)
+	}
+	if _, err := CreateExclusive(path, fresh); err != nil {
+		return v, err
+	}
+	return read(path)
 }

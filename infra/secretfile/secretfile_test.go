@@ -1,6 +1,7 @@
 package secretfile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -60,5 +61,38 @@ func TestConcurrentCreatorsAgreeOnOneWinner(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	if len(winners) != 1 || winners[0] != string(b) {
 		t.Fatalf("winners %v, file %q; want exactly one winner whose content stands", winners, b)
+	}
+}
+
+// LoadOrCreate creates the file once, in the encoded form, and every later call (or a racing
+// one) reads that same secret.
+func TestLoadOrCreateCreatesOnceAndReadsTheStoredSecret(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dir", "token")
+	read := func(p string) (string, error) {
+		b, err := os.ReadFile(p)
+		return string(b), err
+	}
+	encode := func(raw []byte) []byte { return []byte(fmt.Sprintf("%x", raw)) }
+	var wg sync.WaitGroup
+	got := make([]string, 8)
+	errs := make([]error, len(got))
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], errs[i] = LoadOrCreate(path, 16, encode, read)
+		}()
+	}
+	wg.Wait()
+	for i := range got {
+		if errs[i] != nil || got[i] != got[0] {
+			t.Fatalf("call %d: %q %v; want %q like the first", i, got[i], errs[i], got[0])
+		}
+	}
+	if len(got[0]) != 32 {
+		t.Fatalf("secret %q: want 16 bytes as 32 hex digits", got[0])
+	}
+	if again, err := LoadOrCreate(path, 16, encode, read); err != nil || again != got[0] {
+		t.Fatalf("later call: %q %v; want the stored %q", again, err, got[0])
 	}
 }

@@ -1,11 +1,9 @@
 package remote
 
 import (
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"strings"
 
@@ -24,24 +22,9 @@ func LoadOrCreateToken(path string) (string, error) {
 	if path == "" {
 		return "", errors.New("remote: empty token path")
 	}
-	if tok, err := ReadToken(path); err == nil {
-		return tok, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", err
-	}
-	raw := make([]byte, tokenBytes)
-	if _, err := rand.Read(raw); err != nil {
-		return "", fmt.Errorf("remote: token entropy: %w", err)
-	}
-	tok := hex.EncodeToString(raw)
-	created, err := secretfile.CreateExclusive(path, []byte(tok+"\n"))
-	if err != nil {
-		return "", fmt.Errorf("remote: token: %w", err)
-	}
-	if !created {
-		return ReadToken(path) // a concurrent creator won: its token stands
-	}
-	return tok, nil
+	return secretfile.LoadOrCreate(path, tokenBytes, func(raw []byte) []byte {
+		return []byte(hex.EncodeToString(raw) + "\n")
+	}, ReadToken)
 }
 
 // ReadToken reads an existing token file; it never creates one. The error wraps
