@@ -36,11 +36,6 @@ type AllOrdersHandler struct {
 	withSymbols[OrderHistoryReader]
 }
 
-// NewAllOrdersHandler builds the handler.
-func NewAllOrdersHandler(orders OrderHistoryReader, symbols SymbolLookup) (AllOrdersHandler, error) {
-	return newWithSymbols[AllOrdersHandler](orders, symbols, "OrderHistoryReader")
-}
-
 // Handle returns the order records of the window (HistoryWindow: -1127, -1128), terminal
 // statuses included, oldest first by setup time. orderId selects ids from it on, within the
 // window (the window always applies).

@@ -55,11 +55,6 @@ type KlinesQuery struct {
 // buckets. Buckets without any bar are omitted, as on the wire of comparable services.
 type KlinesHandler struct{ withSymbols[BarReader] }
 
-// NewKlinesHandler builds the handler.
-func NewKlinesHandler(bars BarReader, symbols SymbolLookup) (KlinesHandler, error) {
-	return newWithSymbols[KlinesHandler](bars, symbols, "BarReader")
-}
-
 // Handle validates the query (-1120 interval, -1121 symbol, -1130 limit, -1128 endTime
 // before startTime) and returns up to Limit candles, oldest first, whose open time lies in
 // [startTime, endTime]. With startTime the window runs forward from it; otherwise it ends at

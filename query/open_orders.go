@@ -24,11 +24,6 @@ type OpenOrdersQuery struct {
 // OpenOrdersHandler answers GET /v1/openOrders.
 type OpenOrdersHandler struct{ withSymbols[OpenOrderReader] }
 
-// NewOpenOrdersHandler builds the handler.
-func NewOpenOrdersHandler(orders OpenOrderReader, symbols SymbolLookup) (OpenOrdersHandler, error) {
-	return newWithSymbols[OpenOrdersHandler](orders, symbols, "OpenOrderReader")
-}
-
 // Handle returns the order records, ordered by order id; an unknown symbol is -1121.
 func (h OpenOrdersHandler) Handle(ctx context.Context, q OpenOrdersQuery) ([]OrderRecord, error) {
 	if err := h.knownSymbol(ctx, q.Symbol); err != nil {

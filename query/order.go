@@ -32,11 +32,6 @@ type OrderQuery struct {
 // OrderHandler answers GET /v1/order.
 type OrderHandler struct{ withSymbols[OrderLookup] }
 
-// NewOrderHandler builds the handler.
-func NewOrderHandler(orders OrderLookup, symbols SymbolLookup) (OrderHandler, error) {
-	return newWithSymbols[OrderHandler](orders, symbols, "OrderLookup")
-}
-
 func errNoSuchOrder() error {
 	return events.Reject(events.CodeNoSuchOrder, "Order does not exist.")
 }

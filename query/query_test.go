@@ -39,7 +39,7 @@ func barsMarket(base int64, n int) *gwtest.Market {
 func TestKlinesAggregation(t *testing.T) {
 	base := 100 * day                   // midnight UTC
 	m := barsMarket(base-30*60_000, 90) // 23:30 the day before to 01:00
-	h, err := query.NewKlinesHandler(m, m)
+	h, err := query.NewSymbolsHandler[query.KlinesHandler, query.BarReader](m, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestKlinesAggregation(t *testing.T) {
 
 func TestKlinesRejections(t *testing.T) {
 	m := barsMarket(0, 0)
-	h, _ := query.NewKlinesHandler(m, m)
+	h, _ := query.NewSymbolsHandler[query.KlinesHandler, query.BarReader](m, m)
 	for _, c := range []struct {
 		q    query.KlinesQuery
 		want events.Code
@@ -95,7 +95,7 @@ func TestKlinesRejections(t *testing.T) {
 			t.Errorf("%+v: %v, want %d", c.q, err, c.want)
 		}
 	}
-	if _, err := query.NewKlinesHandler(nil, m); err == nil {
+	if _, err := query.NewSymbolsHandler[query.KlinesHandler, query.BarReader](nil, m); err == nil {
 		t.Fatal("nil reader accepted")
 	}
 }
@@ -186,7 +186,7 @@ func TestExchangeInfoDedupesAndDefaultsEmptyLists(t *testing.T) {
 func TestTicksLimitValidation(t *testing.T) {
 	m := gwtest.NewMarket()
 	m.AddSymbol(gwtest.EURUSD())
-	h, _ := query.NewTicksHandler(m, m)
+	h, _ := query.NewSymbolsHandler[query.TicksHandler, query.QuoteReader](m, m)
 	if _, err := h.Handle(bg, query.TicksQuery{Symbol: "EURUSD", Limit: 1001}); code(err) != events.CodeInvalidData {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"tradesvc/events"
 	"tradesvc/events/trading"
@@ -46,12 +47,13 @@ type withSymbols[R any] struct {
 	symbols SymbolLookup
 }
 
-// newWithSymbols builds a handler H that is a withSymbols, checking that both are set (name
-// is R's, for the error): a handler built without them would fail on its first request
-// instead of at start.
-func newWithSymbols[H ~struct{ withSymbols[R] }, R any](read R, symbols SymbolLookup, name string) (H, error) {
+// NewSymbolsHandler builds a handler H whose read model is R and which formats with the
+// symbols' specifications (KlinesHandler, TicksHandler, OrderHandler, OpenOrdersHandler,
+// AllOrdersHandler, UserTradesHandler), checking that both are set: a handler built without
+// them would fail on its first request instead of at start.
+func NewSymbolsHandler[H ~struct{ withSymbols[R] }, R any](read R, symbols SymbolLookup) (H, error) {
 	if any(read) == nil || symbols == nil {
-		return H{}, errors.New("query: nil " + name + " or SymbolLookup")
+		return H{}, errors.New("query: nil " + reflect.TypeFor[R]().Name() + " or SymbolLookup")
 	}
 	return H{withSymbols[R]{read: read, symbols: symbols}}, nil
 }

@@ -19,11 +19,6 @@ type TicksQuery struct {
 // TicksHandler answers GET /v1/ticks from the in-memory tick buffer.
 type TicksHandler struct{ withSymbols[QuoteReader] }
 
-// NewTicksHandler builds the handler.
-func NewTicksHandler(quotes QuoteReader, symbols SymbolLookup) (TicksHandler, error) {
-	return newWithSymbols[TicksHandler](quotes, symbols, "QuoteReader")
-}
-
 // Handle returns up to Limit ticks, oldest first; an empty array when the symbol is not
 // streamed. An unknown symbol is -1121, a limit outside 1..1000 is -1130.
 func (h TicksHandler) Handle(ctx context.Context, q TicksQuery) ([]Tick, error) {

@@ -120,7 +120,7 @@ func TestOrderByClientIDAnswersTheOperationsDerivedState(t *testing.T) {
 	f.orders[77] = trading.Order{OrderID: 77, Login: 1001, Symbol: "EURUSD", Type: 2, State: 1, VolumeInitial: dec.MustParse("1"),
 		VolumeCurrent: dec.MustParse("1"), Price: dec.MustParse("1.05"), SL: dec.MustParse("1.04"), Comment: "#Bbbbbb",
 		TimeSetup: 1000, UpdateTime: 1500, Open: true, ClientOrderID: "resting", APIKeyID: 5, OperationID: "op-pend"}
-	h, err := query.NewOrderHandler(f, tradingMarket())
+	h, err := query.NewSymbolsHandler[query.OrderHandler, query.OrderLookup](f, tradingMarket())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestOrderBySweepIDIsAlwaysTheSweepAnswer(t *testing.T) {
 	for name, row := range map[string]trading.Operation{"the sweep's row": sweep, "a leg's row": leg} {
 		f := newFakeTrading()
 		f.ops[row.OperationID] = row
-		h, err := query.NewOrderHandler(f, tradingMarket())
+		h, err := query.NewSymbolsHandler[query.OrderHandler, query.OrderLookup](f, tradingMarket())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,7 +204,7 @@ func TestOrderByIDShowsTheClientOrderIDOnlyToItsKey(t *testing.T) {
 	f.orders[80] = trading.Order{OrderID: 80, Login: 1001, Symbol: "XAUUSD", Type: 1, State: 4, VolumeInitial: dec.MustParse("0.5"),
 		VolumeCurrent: dec.MustParse("0"), Price: dec.MustParse("2350.1"), TimeSetup: 1000, TimeDone: 1000, UpdateTime: 1000,
 		PositionID: 80, ClientOrderID: "mine", APIKeyID: 5, OperationID: "op"}
-	h, _ := query.NewOrderHandler(f, tradingMarket())
+	h, _ := query.NewSymbolsHandler[query.OrderHandler, query.OrderLookup](f, tradingMarket())
 	r, err := h.Handle(context.Background(), query.OrderQuery{Login: 1001, APIKeyID: 5, OrderID: ptr(80)})
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +225,7 @@ func TestOpenAndAllOrdersValidateSymbolAndWindow(t *testing.T) {
 		VolumeCurrent: dec.MustParse("0.10"), Price: dec.MustParse("1.07"), TypeTime: 2, Expiration: 99000, TimeSetup: 1000,
 		UpdateTime: 1000, Open: true, ClientOrderID: "x", APIKeyID: 9}
 	m := tradingMarket()
-	open, _ := query.NewOpenOrdersHandler(f, m)
+	open, _ := query.NewSymbolsHandler[query.OpenOrdersHandler, query.OpenOrderReader](f, m)
 	ctx := context.Background()
 	if _, err := open.Handle(ctx, query.OpenOrdersQuery{Login: 1001, Symbol: "eurusd"}); code(err) != events.CodeInvalidSymbol {
 		t.Fatalf("lower-case symbol: %v", err)
@@ -240,7 +240,7 @@ func TestOpenAndAllOrdersValidateSymbolAndWindow(t *testing.T) {
 		t.Fatalf("order record %s", got)
 	}
 
-	all, _ := query.NewAllOrdersHandler(f, m)
+	all, _ := query.NewSymbolsHandler[query.AllOrdersHandler, query.OrderHistoryReader](f, m)
 	const now = int64(1_800_000_000_000)
 	if _, err := all.Handle(ctx, query.AllOrdersQuery{Login: 1001, StartTime: ptr(now - 8*day), Now: now}); code(err) != events.CodeSpanTooBig {
 		t.Fatalf("8 days to now: %v", err)
@@ -261,7 +261,7 @@ func TestUserTradesFromIDOverridesTheWindow(t *testing.T) {
 	f.deals = []trading.Deal{{DealID: 5, Login: 1001, OrderID: 4, PositionID: 3, Symbol: "EURUSD", Action: 1, Entry: 1,
 		Volume: dec.MustParse("0.10000000"), Price: dec.MustParse("1.08012000"), Profit: dec.MustParse("-12.3456"),
 		Commission: dec.MustParse("-0.7"), Time: 1000}}
-	h, _ := query.NewUserTradesHandler(f, tradingMarket())
+	h, _ := query.NewSymbolsHandler[query.UserTradesHandler, query.DealHistoryReader](f, tradingMarket())
 	ctx := context.Background()
 	const now = int64(1_800_000_000_000)
 	if _, err := h.Handle(ctx, query.UserTradesQuery{Login: 1001, StartTime: ptr(0), Now: now}); code(err) != events.CodeSpanTooBig {

@@ -27,11 +27,6 @@ type UserTradesQuery struct {
 // UserTradesHandler answers GET /v1/userTrades.
 type UserTradesHandler struct{ withSymbols[DealHistoryReader] }
 
-// NewUserTradesHandler builds the handler.
-func NewUserTradesHandler(deals DealHistoryReader, symbols SymbolLookup) (UserTradesHandler, error) {
-	return newWithSymbols[UserTradesHandler](deals, symbols, "DealHistoryReader")
-}
-
 // Handle returns the deal records ordered by deal id. fromId overrides the time window
 // entirely (no window rule applies then); otherwise the window rules of HistoryWindow do.
 func (h UserTradesHandler) Handle(ctx context.Context, q UserTradesQuery) ([]DealRecord, error) {
