@@ -16,5 +16,5 @@ func (s *Server) registerAccount(h query.Handlers) {
 		answer(func(r *Request) (query.AccountQuery, error) { return query.AccountQuery{Login: r.Login}, nil }, h.Account.Handle))
 	s.Handle(Endpoint{Method: fiber.MethodGet, Path: "/v1/accounts", Security: SecUserData, Weight: fixed(5)},
 		answer(func(r *Request) (query.AccountsQuery, error) { return query.AccountsQuery{Logins: r.Key.Logins}, nil },
-			h.Accounts.Handle))
+			h.Account.List))
 }

@@ -23,7 +23,8 @@ type AccountQuery struct {
 	Login int64
 }
 
-// AccountHandler answers GET /v1/account.
+// AccountHandler answers GET /v1/account (Handle) and GET /v1/accounts (List) from the
+// account read model.
 type AccountHandler struct {
 	accounts AccountReader
 }

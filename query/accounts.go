@@ -2,7 +2,6 @@ package query
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 )
@@ -12,23 +11,11 @@ type AccountsQuery struct {
 	Logins []int64
 }
 
-// AccountsHandler answers GET /v1/accounts with exactly the key's logins that exist and are
-// active (archived accounts are absent), ordered by login.
-type AccountsHandler struct {
-	accounts AccountReader
-}
-
-// NewAccountsHandler builds the handler.
-func NewAccountsHandler(accounts AccountReader) (AccountsHandler, error) {
-	if accounts == nil {
-		return AccountsHandler{}, errors.New("query: nil AccountReader")
-	}
-	return AccountsHandler{accounts: accounts}, nil
-}
-
-// Handle returns one item per active account in scope. Accounts the reader returns outside
-// the asked set are dropped, so the answer never exceeds the key's scope.
-func (h AccountsHandler) Handle(ctx context.Context, q AccountsQuery) ([]AccountItem, error) {
+// List answers GET /v1/accounts with exactly the key's logins that exist and are active
+// (archived accounts are absent), ordered by login: one item per active account in scope.
+// Accounts the reader returns outside the asked set are dropped, so the answer never exceeds
+// the key's scope.
+func (h AccountHandler) List(ctx context.Context, q AccountsQuery) ([]AccountItem, error) {
 	out := []AccountItem{}
 	if len(q.Logins) == 0 {
 		return out, nil

@@ -37,7 +37,6 @@ type Handlers struct {
 	Klines       KlinesHandler
 	Ticks        TicksHandler
 	Account      AccountHandler
-	Accounts     AccountsHandler
 	Operation    OperationAwaiter
 	Order        OrderHandler
 	OpenOrders   OpenOrdersHandler
@@ -49,7 +48,7 @@ type Handlers struct {
 // NewHandlers builds every query handler over r; it reports every missing reader at once.
 func NewHandlers(r Readers) (Handlers, error) {
 	var h Handlers
-	var errs [14]error
+	var errs [13]error
 	h.ExchangeInfo, errs[0] = NewExchangeInfoHandler(r.Symbols, r.Server)
 	h.TickerPrice, errs[1] = NewTickerPriceHandler(r.Quotes, r.Symbols)
 	h.BookTicker, errs[2] = NewBookTickerHandler(r.Quotes, r.Symbols)
@@ -57,12 +56,11 @@ func NewHandlers(r Readers) (Handlers, error) {
 	h.Klines, errs[4] = NewSymbolsHandler[KlinesHandler, BarReader](r.Bars, r.Symbols)
 	h.Ticks, errs[5] = NewSymbolsHandler[TicksHandler, QuoteReader](r.Quotes, r.Symbols)
 	h.Account, errs[6] = NewAccountHandler(r.Accounts)
-	h.Accounts, errs[7] = NewAccountsHandler(r.Accounts)
-	h.Operation, errs[8] = NewOperationAwaiter(r.Operations, r.OperationChanges)
-	h.Order, errs[9] = NewSymbolsHandler[OrderHandler, OrderLookup](r.Trading, r.Symbols)
-	h.OpenOrders, errs[10] = NewSymbolsHandler[OpenOrdersHandler, OpenOrderReader](r.Trading, r.Symbols)
-	h.AllOrders, errs[11] = NewSymbolsHandler[AllOrdersHandler, OrderHistoryReader](r.Trading, r.Symbols)
-	h.Positions, errs[12] = NewPositionsHandler(r.Trading, r.Symbols, r.Quotes, r.Accounts)
-	h.UserTrades, errs[13] = NewSymbolsHandler[UserTradesHandler, DealHistoryReader](r.Deals, r.Symbols)
+	h.Operation, errs[7] = NewOperationAwaiter(r.Operations, r.OperationChanges)
+	h.Order, errs[8] = NewSymbolsHandler[OrderHandler, OrderLookup](r.Trading, r.Symbols)
+	h.OpenOrders, errs[9] = NewSymbolsHandler[OpenOrdersHandler, OpenOrderReader](r.Trading, r.Symbols)
+	h.AllOrders, errs[10] = NewSymbolsHandler[AllOrdersHandler, OrderHistoryReader](r.Trading, r.Symbols)
+	h.Positions, errs[11] = NewPositionsHandler(r.Trading, r.Symbols, r.Quotes, r.Accounts)
+	h.UserTrades, errs[12] = NewSymbolsHandler[UserTradesHandler, DealHistoryReader](r.Deals, r.Symbols)
 	return h, errors.Join(errs[:]...)
 }

@@ -144,12 +144,12 @@ func (l leakyAccounts) Account(ctx context.Context, login int64) (query.Account,
 
 func TestAccountsNeverExceedScope(t *testing.T) {
 	a := gwtest.NewAccounts(query.Account{Login: 3, Demo: true}, query.Account{Login: 1}, query.Account{Login: 2})
-	h, _ := query.NewAccountsHandler(leakyAccounts{a})
-	items, err := h.Handle(bg, query.AccountsQuery{Logins: []int64{3, 1}})
+	h, _ := query.NewAccountHandler(leakyAccounts{a})
+	items, err := h.List(bg, query.AccountsQuery{Logins: []int64{3, 1}})
 	if err != nil || len(items) != 2 || items[0].Login != 1 || items[1] != (query.AccountItem{Login: 3, Demo: true}) {
 		t.Fatalf("%v %v", items, err)
 	}
-	items, _ = h.Handle(bg, query.AccountsQuery{})
+	items, _ = h.List(bg, query.AccountsQuery{})
 	if items == nil || len(items) != 0 {
 		t.Fatal("no logins must be an empty array")
 	}
