@@ -25,39 +25,34 @@ func (s *Server) registerOrders(h query.Handlers) {
 	s.Handle(userData("/v1/openOrders", 1), answer(func(r *Request) (query.OpenOrdersQuery, error) {
 		return query.OpenOrdersQuery{Login: r.Login, APIKeyID: keyID(r), Symbol: r.Params.Optional("symbol")}, nil
 	}, h.OpenOrders.Handle))
-	s.Handle(userData("/v1/allOrders", 5), answer(func(r *Request) (query.AllOrdersQuery, error) {
-		q := query.AllOrdersQuery{Login: r.Login, APIKeyID: keyID(r), Symbol: r.Params.Optional("symbol"),
-			Now: r.Now.UnixMilli()}
-		var err error
-		q.OrderID, q.StartTime, q.EndTime, q.Limit, err = historyParams(r.Params, "orderId")
-		return q, err
+	s.Handle(userData("/v1/allOrders", 5), answer(func(r *Request) (query.HistoryQuery, error) {
+		return historyQuery(r, "orderId")
 	}, h.AllOrders.Handle))
 	s.Handle(userData("/v1/positions", 1), answer(func(r *Request) (query.PositionsQuery, error) {
 		return query.PositionsQuery{Login: r.Login, Symbol: r.Params.Optional("symbol")}, nil
 	}, h.Positions.Handle))
-	s.Handle(userData("/v1/userTrades", 5), answer(func(r *Request) (query.UserTradesQuery, error) {
-		q := query.UserTradesQuery{Login: r.Login, Symbol: r.Params.Optional("symbol"), Now: r.Now.UnixMilli()}
-		var err error
-		q.FromID, q.StartTime, q.EndTime, q.Limit, err = historyParams(r.Params, "fromId")
-		return q, err
+	s.Handle(userData("/v1/userTrades", 5), answer(func(r *Request) (query.HistoryQuery, error) {
+		return historyQuery(r, "fromId")
 	}, h.UserTrades.Handle))
 }
 
-// historyParams reads the parameters of the history endpoints: the id they start from
-// (idParam) and the times, integers (-1130), and the limit, 1..1000 (-1130; 0 when not sent,
-// the handler's default).
-func historyParams(p *Params, idParam string) (id, start, end *int64, limit int, err error) {
-	if id, err = p.OptionalInt64(idParam); err != nil {
-		return
+// historyQuery reads the parameters of the history endpoints: the symbol, the id they start
+// from (idParam) and the times, integers (-1130), and the limit, 1..1000 (-1130; 0 when not
+// sent, the handler's default).
+func historyQuery(r *Request, idParam string) (q query.HistoryQuery, err error) {
+	p := r.Params
+	q = query.HistoryQuery{Login: r.Login, APIKeyID: keyID(r), Symbol: p.Optional("symbol"), Now: r.Now.UnixMilli()}
+	if q.FromID, err = p.OptionalInt64(idParam); err != nil {
+		return q, err
 	}
-	if start, err = p.OptionalInt64("startTime"); err != nil {
-		return
+	if q.StartTime, err = p.OptionalInt64("startTime"); err != nil {
+		return q, err
 	}
-	if end, err = p.OptionalInt64("endTime"); err != nil {
-		return
+	if q.EndTime, err = p.OptionalInt64("endTime"); err != nil {
+		return q, err
 	}
-	limit, err = p.OptionalIntRange("limit", 1, query.HistoryMaxLimit)
-	return
+	q.Limit, err = p.OptionalIntRange("limit", 1, query.HistoryMaxLimit)
+	return q, err
 }
 
 // keyID is the stored id of the caller's key, which scopes client order ids (0 when the key

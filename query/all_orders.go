@@ -18,19 +18,6 @@ type OrderHistoryReader interface {
 	Orders(ctx context.Context, login int64, w OrdersWindow) ([]trading.Order, error)
 }
 
-// AllOrdersQuery asks for the orders of Login. StartTime and EndTime are nil when not sent;
-// Limit 0 means the default; Now is the server time the window defaults to.
-type AllOrdersQuery struct {
-	Login     int64
-	APIKeyID  int64
-	Symbol    string
-	OrderID   *int64
-	StartTime *int64
-	EndTime   *int64
-	Limit     int
-	Now       int64
-}
-
 // AllOrdersHandler answers GET /v1/allOrders.
 type AllOrdersHandler struct {
 	withSymbols[OrderHistoryReader]
@@ -39,7 +26,7 @@ type AllOrdersHandler struct {
 // Handle returns the order records of the window (HistoryWindow: -1127, -1128), terminal
 // statuses included, oldest first by setup time. orderId selects ids from it on, within the
 // window (the window always applies).
-func (h AllOrdersHandler) Handle(ctx context.Context, q AllOrdersQuery) ([]OrderRecord, error) {
+func (h AllOrdersHandler) Handle(ctx context.Context, q HistoryQuery) ([]OrderRecord, error) {
 	if err := h.knownSymbol(ctx, q.Symbol); err != nil {
 		return nil, err
 	}
@@ -47,12 +34,9 @@ func (h AllOrdersHandler) Handle(ctx context.Context, q AllOrdersQuery) ([]Order
 	if err != nil {
 		return nil, err
 	}
-	w := OrdersWindow{Symbol: q.Symbol, From: from, To: to, Limit: q.Limit}
-	if w.Limit <= 0 {
-		w.Limit = HistoryDefaultLimit
-	}
-	if q.OrderID != nil {
-		w.FromOrderID = *q.OrderID
+	w := OrdersWindow{Symbol: q.Symbol, From: from, To: to, Limit: q.limit()}
+	if q.FromID != nil {
+		w.FromOrderID = *q.FromID
 	}
 	orders, err := h.read.Orders(ctx, q.Login, w)
 	if err != nil {

@@ -242,13 +242,13 @@ func TestOpenAndAllOrdersValidateSymbolAndWindow(t *testing.T) {
 
 	all, _ := query.NewSymbolsHandler[query.AllOrdersHandler, query.OrderHistoryReader](f, m)
 	const now = int64(1_800_000_000_000)
-	if _, err := all.Handle(ctx, query.AllOrdersQuery{Login: 1001, StartTime: ptr(now - 8*day), Now: now}); code(err) != events.CodeSpanTooBig {
+	if _, err := all.Handle(ctx, query.HistoryQuery{Login: 1001, StartTime: ptr(now - 8*day), Now: now}); code(err) != events.CodeSpanTooBig {
 		t.Fatalf("8 days to now: %v", err)
 	}
-	if _, err := all.Handle(ctx, query.AllOrdersQuery{Login: 1001, StartTime: ptr(now), EndTime: ptr(now - 1), Now: now}); code(err) != events.CodeBadCombination {
+	if _, err := all.Handle(ctx, query.HistoryQuery{Login: 1001, StartTime: ptr(now), EndTime: ptr(now - 1), Now: now}); code(err) != events.CodeBadCombination {
 		t.Fatalf("end before start: %v", err)
 	}
-	if _, err := all.Handle(ctx, query.AllOrdersQuery{Login: 1001, OrderID: ptr(7), EndTime: ptr(now - day), Now: now}); err != nil {
+	if _, err := all.Handle(ctx, query.HistoryQuery{Login: 1001, FromID: ptr(7), EndTime: ptr(now - day), Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	if w := f.ordersW; w.From != now-8*day || w.To != now-day || w.Limit != query.HistoryDefaultLimit || w.FromOrderID != 7 {
@@ -264,10 +264,10 @@ func TestUserTradesFromIDOverridesTheWindow(t *testing.T) {
 	h, _ := query.NewSymbolsHandler[query.UserTradesHandler, query.DealHistoryReader](f, tradingMarket())
 	ctx := context.Background()
 	const now = int64(1_800_000_000_000)
-	if _, err := h.Handle(ctx, query.UserTradesQuery{Login: 1001, StartTime: ptr(0), Now: now}); code(err) != events.CodeSpanTooBig {
+	if _, err := h.Handle(ctx, query.HistoryQuery{Login: 1001, StartTime: ptr(0), Now: now}); code(err) != events.CodeSpanTooBig {
 		t.Fatalf("a window from the epoch: %v", err)
 	}
-	recs, err := h.Handle(ctx, query.UserTradesQuery{Login: 1001, StartTime: ptr(0), FromID: ptr(5), Limit: 10, Now: now})
+	recs, err := h.Handle(ctx, query.HistoryQuery{Login: 1001, StartTime: ptr(0), FromID: ptr(5), Limit: 10, Now: now})
 	if err != nil {
 		t.Fatalf("fromId must override the window: %v", err)
 	}
@@ -279,7 +279,7 @@ func TestUserTradesFromIDOverridesTheWindow(t *testing.T) {
 		`"comment":"","time":1000}]` {
 		t.Fatalf("deal record %s", got)
 	}
-	if _, err := h.Handle(ctx, query.UserTradesQuery{Login: 1001, Symbol: "NOPE", Now: now}); code(err) != events.CodeInvalidSymbol {
+	if _, err := h.Handle(ctx, query.HistoryQuery{Login: 1001, Symbol: "NOPE", Now: now}); code(err) != events.CodeInvalidSymbol {
 		t.Fatalf("unknown symbol: %v", err)
 	}
 }

@@ -12,31 +12,16 @@ type DealHistoryReader interface {
 	UserTrades(ctx context.Context, login int64, w TradesWindow) ([]trading.Deal, error)
 }
 
-// UserTradesQuery asks for the deals of Login. StartTime, EndTime and FromID are nil when not
-// sent; Limit 0 means the default; Now is the server time the window defaults to.
-type UserTradesQuery struct {
-	Login     int64
-	Symbol    string
-	StartTime *int64
-	EndTime   *int64
-	FromID    *int64
-	Limit     int
-	Now       int64
-}
-
 // UserTradesHandler answers GET /v1/userTrades.
 type UserTradesHandler struct{ withSymbols[DealHistoryReader] }
 
 // Handle returns the deal records ordered by deal id. fromId overrides the time window
 // entirely (no window rule applies then); otherwise the window rules of HistoryWindow do.
-func (h UserTradesHandler) Handle(ctx context.Context, q UserTradesQuery) ([]DealRecord, error) {
+func (h UserTradesHandler) Handle(ctx context.Context, q HistoryQuery) ([]DealRecord, error) {
 	if err := h.knownSymbol(ctx, q.Symbol); err != nil {
 		return nil, err
 	}
-	w := TradesWindow{Symbol: q.Symbol, FromID: q.FromID, Limit: q.Limit}
-	if w.Limit <= 0 {
-		w.Limit = HistoryDefaultLimit
-	}
+	w := TradesWindow{Symbol: q.Symbol, FromID: q.FromID, Limit: q.limit()}
 	if q.FromID == nil {
 		var err error
 		if w.From, w.To, err = HistoryWindow(q.StartTime, q.EndTime, q.Now); err != nil {
