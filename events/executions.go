@@ -7,18 +7,6 @@ import (
 	"github.com/cockroachdb/apd/v3"
 )
 
-// Execution statuses carried by ExecutionOutcome.
-const (
-	StatusAccepted        = "ACCEPTED"
-	StatusNew             = "NEW"
-	StatusPartiallyFilled = "PARTIALLY_FILLED"
-	StatusFilled          = "FILLED"
-	StatusCanceled        = "CANCELED"
-	StatusExpired         = "EXPIRED"
-	StatusRejected        = "REJECTED"
-	StatusInDoubt         = "IN_DOUBT"
-)
-
 // ExecutionSent records that the executor is about to hand an operation to the trade server.
 // After a crash, an operation with ExecutionSent and no ExecutionOutcome is reconciled by its
 // tag, never resent blindly.
@@ -39,7 +27,8 @@ type ExecutionOutcome struct {
 	Tag         string `json:"tag"`
 	// Attempt is the attempt this outcome belongs to (see Operation.Attempt).
 	Attempt int `json:"attempt"`
-	// Status is what the operation reached. When Unanswered is set it is the operation's
+	// Status is what the operation reached (a trading.Status: the domain package names the
+	// statuses). When Unanswered is set it is the operation's
 	// queued status and says nothing new: the trade server gave no in-band answer and no
 	// evidence was found by tag, so the status is left to the trade server's facts.
 	Status string `json:"status"`
