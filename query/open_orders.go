@@ -2,7 +2,6 @@ package query
 
 import (
 	"context"
-	"fmt"
 	"tradesvc/events/trading"
 )
 
@@ -26,12 +25,9 @@ type OpenOrdersHandler struct{ withSymbols[OpenOrderReader] }
 
 // Handle returns the order records, ordered by order id; an unknown symbol is -1121.
 func (h OpenOrdersHandler) Handle(ctx context.Context, q OpenOrdersQuery) ([]OrderRecord, error) {
-	if err := h.knownSymbol(ctx, q.Symbol); err != nil {
-		return nil, err
-	}
-	orders, err := h.read.OpenOrders(ctx, q.Login, q.Symbol)
+	orders, err := openOf(ctx, h.withSymbols, q.Login, q.Symbol, "open orders", h.read.OpenOrders)
 	if err != nil {
-		return nil, fmt.Errorf("read open orders of %d: %w", q.Login, err)
+		return nil, err
 	}
 	return orderRecords(ctx, h.symbols, orders, q.APIKeyID)
 }

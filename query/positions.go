@@ -47,12 +47,9 @@ func NewPositionsHandler(positions PositionLister, symbols SymbolLookup, quotes 
 // quotes, rounded half-even to cents); when a rate is missing the last reported profit is
 // shown.
 func (h PositionsHandler) Handle(ctx context.Context, q PositionsQuery) ([]PositionRecord, error) {
-	if err := h.knownSymbol(ctx, q.Symbol); err != nil {
-		return nil, err
-	}
-	positions, err := h.read.OpenPositions(ctx, q.Login, q.Symbol)
+	positions, err := openOf(ctx, h.withSymbols, q.Login, q.Symbol, "positions", h.read.OpenPositions)
 	if err != nil {
-		return nil, fmt.Errorf("read positions of %d: %w", q.Login, err)
+		return nil, err
 	}
 	currency := ""
 	if len(positions) > 0 {

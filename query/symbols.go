@@ -68,6 +68,20 @@ func (w withSymbols[R]) knownSymbol(ctx context.Context, name string) error {
 	return err
 }
 
+// openOf reads the login's open records (orders, positions) through read, of one symbol when
+// symbol is set (an unknown one is -1121); what names them in a read error.
+func openOf[R, T any](ctx context.Context, w withSymbols[R], login int64, symbol, what string,
+	read func(ctx context.Context, login int64, symbol string) ([]T, error)) ([]T, error) {
+	if err := w.knownSymbol(ctx, symbol); err != nil {
+		return nil, err
+	}
+	rows, err := read(ctx, login, symbol)
+	if err != nil {
+		return nil, fmt.Errorf("read %s of %d: %w", what, login, err)
+	}
+	return rows, nil
+}
+
 // symbolSpec is the specification of a record's symbol; ok is false when the symbol is no
 // longer listed (its records are still shown, their prices at their own precision).
 type symbolSpec struct {
