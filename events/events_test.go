@@ -17,7 +17,7 @@ func TestEveryEventRoundTripsWithDecimalsAsStrings(t *testing.T) {
 		&DealAdded{Fact: Fact{Seq: 7, Login: 1001}, DealID: 9007199254740993, Volume: dec.MustParse("0.10"), Price: price,
 			Profit: dec.MustParse("-1.25"), Commission: dec.MustParse("-0.70"), Swap: dec.MustParse("0")},
 		&TickReceived{Seq: 1, Symbol: "EURUSD", Bid: price, Ask: dec.MustParse("1.10017"), Last: dec.MustParse("0")},
-		&AccountSnapshot{Login: 1004, Currency: "USC", Balance: dec.MustParse("1000000.00")},
+		&AccountSnapshot{AccountHeader: AccountHeader{Login: 1004, Currency: "USC"}, Balance: dec.MustParse("1000000.00")},
 	}
 	for _, e := range cases {
 		env, err := Wrap(e, time.UnixMilli(1700000000000), "corr", "", "test")

@@ -75,24 +75,31 @@ type ServerSpecified struct {
 	Time                  int64  `json:"time"`
 }
 
+// AccountHeader is who an account is and how it may trade, as the trade server reports it:
+// the first fields of an account snapshot and of the simulator's admin view of an account
+// (embedded, its fields stand in their JSON as their own first ones).
+type AccountHeader struct {
+	Login        int64  `json:"login"`
+	Group        string `json:"group"`
+	Currency     string `json:"currency"`
+	Leverage     int    `json:"leverage"`
+	Demo         bool   `json:"demo"`
+	TradeAllowed bool   `json:"tradeAllowed"`
+}
+
 // AccountSnapshot is an account's full state as the trade server reports it: published when
 // it differs from the last one published (floating figures move with prices), so the account
 // read model never asks the trade server.
 type AccountSnapshot struct {
-	Login        int64       `json:"login"`
-	Group        string      `json:"group"`
-	Currency     string      `json:"currency"`
-	Leverage     int         `json:"leverage"`
-	Demo         bool        `json:"demo"`
-	TradeAllowed bool        `json:"tradeAllowed"`
-	Active       bool        `json:"active"`
-	Balance      apd.Decimal `json:"balance"`
-	Credit       apd.Decimal `json:"credit"`
-	Equity       apd.Decimal `json:"equity"`
-	Margin       apd.Decimal `json:"margin"`
-	FreeMargin   apd.Decimal `json:"freeMargin"`
-	Profit       apd.Decimal `json:"profit"`
-	MarginLevel  apd.Decimal `json:"marginLevel"`
+	AccountHeader
+	Active      bool        `json:"active"`
+	Balance     apd.Decimal `json:"balance"`
+	Credit      apd.Decimal `json:"credit"`
+	Equity      apd.Decimal `json:"equity"`
+	Margin      apd.Decimal `json:"margin"`
+	FreeMargin  apd.Decimal `json:"freeMargin"`
+	Profit      apd.Decimal `json:"profit"`
+	MarginLevel apd.Decimal `json:"marginLevel"`
 	// Time is the server's update time of these figures, Unix ms (what clients see as
 	// updateTime); it may stand still while figures change, so it does not order snapshots.
 	Time int64 `json:"time"`

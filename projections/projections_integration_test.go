@@ -25,8 +25,8 @@ func msgs(evs ...events.Event) []batch.Message {
 
 func snapshot(login int64, balance string, at int64) *events.AccountSnapshot {
 	z := dec.MustParse("0")
-	return &events.AccountSnapshot{Login: login, Group: "real\\usd", Currency: "USD", Leverage: 100, Active: true,
-		TradeAllowed: true, Balance: dec.MustParse(balance), Credit: z, Equity: dec.MustParse(balance), Margin: z,
+	return &events.AccountSnapshot{AccountHeader: events.AccountHeader{Login: login, Group: "real\\usd", Currency: "USD",
+		Leverage: 100, TradeAllowed: true}, Active: true, Balance: dec.MustParse(balance), Credit: z, Equity: dec.MustParse(balance), Margin: z,
 		FreeMargin: dec.MustParse(balance), Profit: z, MarginLevel: z, Time: at, ObservedAt: at}
 }
 

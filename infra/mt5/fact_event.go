@@ -32,3 +32,10 @@ func (f Fact) Event() (events.Event, bool) {
 	}
 	return nil, false
 }
+
+// Header is the account's identity and trading settings as the events and the admin API
+// carry them.
+func (a *Account) Header() events.AccountHeader {
+	return events.AccountHeader{Login: a.Login, Group: a.Group, Currency: a.Currency, Leverage: a.Leverage,
+		Demo: a.Demo, TradeAllowed: a.TradeAllowed}
+}

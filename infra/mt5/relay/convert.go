@@ -36,8 +36,7 @@ func symbolEvent(s mt5.Symbol, now int64) *events.SymbolSpecified {
 
 func accountEvent(a mt5.Account) *events.AccountSnapshot {
 	return &events.AccountSnapshot{
-		Login: a.Login, Group: a.Group, Currency: a.Currency, Leverage: a.Leverage, Demo: a.Demo,
-		TradeAllowed: a.TradeAllowed, Active: true, Balance: a.Balance, Credit: a.Credit, Equity: a.Equity,
+		AccountHeader: a.Header(), Active: true, Balance: a.Balance, Credit: a.Credit, Equity: a.Equity,
 		Margin: a.Margin, FreeMargin: a.MarginFree, Profit: a.Profit, MarginLevel: a.MarginLevel, Time: a.UpdateTime,
 	}
 }

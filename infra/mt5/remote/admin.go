@@ -3,6 +3,7 @@ package remote
 import (
 	"github.com/cockroachdb/apd/v3"
 
+	"tradesvc/events"
 	"tradesvc/infra/mt5/sim"
 )
 
@@ -47,17 +48,12 @@ type DepositResult struct {
 
 // AccountState is the account record as the admin API shows it.
 type AccountState struct {
-	Login        int64  `json:"login"`
-	Group        string `json:"group"`
-	Currency     string `json:"currency"`
-	Leverage     int    `json:"leverage"`
-	Demo         bool   `json:"demo"`
-	TradeAllowed bool   `json:"tradeAllowed"`
-	Balance      string `json:"balance"`
-	Credit       string `json:"credit"`
-	Equity       string `json:"equity"`
-	Margin       string `json:"margin"`
-	MarginFree   string `json:"marginFree"`
+	events.AccountHeader
+	Balance    string `json:"balance"`
+	Credit     string `json:"credit"`
+	Equity     string `json:"equity"`
+	Margin     string `json:"margin"`
+	MarginFree string `json:"marginFree"`
 }
 
 // FaultState is the injected fault: Mode is one of sim's fault modes (none, no-answer,

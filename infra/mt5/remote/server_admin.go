@@ -129,8 +129,7 @@ func quoteState(ctx context.Context, p mt5.TradeServer, symbol string, held bool
 }
 
 func accountState(a *mt5.Account) AccountState {
-	return AccountState{Login: a.Login, Group: a.Group, Currency: a.Currency, Leverage: a.Leverage,
-		Demo: a.Demo, TradeAllowed: a.TradeAllowed, Balance: dec.String(a.Balance), Credit: dec.String(a.Credit),
+	return AccountState{AccountHeader: a.Header(), Balance: dec.String(a.Balance), Credit: dec.String(a.Credit),
 		Equity: dec.String(a.Equity), Margin: dec.String(a.Margin), MarginFree: dec.String(a.MarginFree)}
 }
 
