@@ -16,9 +16,9 @@ import (
 // a failure is logged, not fatal, because the data is already isolated).
 func TopicPrefix(t testing.TB) string {
 	t.Helper()
-	brokers := Kafka(t)
+	brokers := Brokers(t)
 	prefix := Name(t) + "."
-	t.Cleanup(func() { deleteTopics(t, strings.Split(brokers, ","), prefix) })
+	t.Cleanup(func() { deleteTopics(t, brokers, prefix) })
 	return prefix
 }
 
