@@ -86,8 +86,8 @@ func (h ModifyOrderHandler) validate(ctx context.Context, cmd ModifyOrder) (*eve
 		return nil, 0, err
 	}
 	ev := &events.OrderModifyRequested{Operation: head, OrderID: o.OrderID, Symbol: o.Symbol,
-		Side: o.Type.Side().String(), Type: o.Type.String(), Price: &price, SL: sl, TP: tp,
-		TimeInForce: tif.String(), Expiration: exp}
+		Side: o.Type.Side().String(), Type: o.Type.String(),
+		OrderPrices: events.OrderPrices{Price: &price, SL: sl, TP: tp, TimeInForce: tif.String(), Expiration: exp}}
 	if o.Type.IsStopLimit() {
 		ev.StopLimitPrice = stopLimit
 	}

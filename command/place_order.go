@@ -56,8 +56,9 @@ func (h PlaceOrderHandler) prepare(ctx context.Context, cmd PlaceOrder) (prepare
 func orderEvent(head events.Operation, o order) *events.OrderRequested {
 	r := o.OrderRequest
 	ev := &events.OrderRequested{Operation: head, Symbol: r.Symbol, Side: r.Type.Side().String(),
-		Type: r.Type.RecordName(), Volume: r.Volume, Price: r.Price, StopLimitPrice: r.StopLimitPrice,
-		SL: r.SL, TP: r.TP, Expiration: r.Expiration, Comment: r.Comment, QuotedPrice: o.QuotedPrice}
+		Type: r.Type.RecordName(), Volume: r.Volume, Comment: r.Comment, QuotedPrice: o.QuotedPrice,
+		OrderPrices: events.OrderPrices{Price: r.Price, StopLimitPrice: r.StopLimitPrice, SL: r.SL, TP: r.TP,
+			Expiration: r.Expiration}}
 	if r.Type.IsPending() {
 		ev.TimeInForce = r.TimeInForce.String()
 	}

@@ -49,17 +49,12 @@ func loginKey(login int64) string { return strconv.FormatInt(login, 10) }
 // OrderRequested is a new market or pending order (POST /v1/order, one item of a batch).
 type OrderRequested struct {
 	Operation
-	Symbol         string       `json:"symbol"`
-	Side           string       `json:"side"` // BUY or SELL
-	Type           string       `json:"type"` // MARKET, BUY_LIMIT, ...
-	Volume         apd.Decimal  `json:"volume"`
-	Price          *apd.Decimal `json:"price,omitempty"`
-	StopLimitPrice *apd.Decimal `json:"stopLimitPrice,omitempty"`
-	SL             *apd.Decimal `json:"sl,omitempty"`
-	TP             *apd.Decimal `json:"tp,omitempty"`
-	TimeInForce    string       `json:"timeInForce,omitempty"`
-	Expiration     int64        `json:"expiration,omitempty"`
-	Comment        string       `json:"comment,omitempty"`
+	Symbol string      `json:"symbol"`
+	Side   string      `json:"side"` // BUY or SELL
+	Type   string      `json:"type"` // MARKET, BUY_LIMIT, ...
+	Volume apd.Decimal `json:"volume"`
+	OrderPrices
+	Comment string `json:"comment,omitempty"`
 	// QuotedPrice is the price of the quote the gateway validated a MARKET order against
 	// (ask for a buy, bid for a sell); the executor sends it to symbols in REQUEST or INSTANT
 	// execution, where the trade server requotes when the market has moved from it.
@@ -77,9 +72,16 @@ type OrderModifyRequested struct {
 	Operation
 	OrderID int64 `json:"orderId"`
 	// Symbol, Side and Type are the order's, as the read model knew them (for the response).
-	Symbol         string       `json:"symbol"`
-	Side           string       `json:"side"`
-	Type           string       `json:"type"`
+	Symbol string `json:"symbol"`
+	Side   string `json:"side"`
+	Type   string `json:"type"`
+	OrderPrices
+}
+
+// OrderPrices are the prices, stops and time in force of an order: what a placement
+// (OrderRequested) and a modification (OrderModifyRequested) both set. Embedded, its fields
+// stand in the event's JSON where the struct stands, as they did before it was declared once.
+type OrderPrices struct {
 	Price          *apd.Decimal `json:"price,omitempty"`
 	StopLimitPrice *apd.Decimal `json:"stopLimitPrice,omitempty"`
 	SL             *apd.Decimal `json:"sl,omitempty"`

@@ -13,7 +13,8 @@ func TestEveryEventRoundTripsWithDecimalsAsStrings(t *testing.T) {
 	price := dec.MustParse("1.10005")
 	cases := []Event{
 		&OrderRequested{Operation: Operation{OperationID: "op1", Login: 1001, ClientOrderID: "c1", Tag: "AbC1234"},
-			Symbol: "EURUSD", Side: "BUY", Type: "MARKET", Volume: dec.MustParse("0.10"), Price: &price},
+			Symbol: "EURUSD", Side: "BUY", Type: "MARKET", Volume: dec.MustParse("0.10"),
+			OrderPrices: OrderPrices{Price: &price}},
 		&DealAdded{Fact: Fact{Seq: 7, Login: 1001}, DealID: 9007199254740993, Volume: dec.MustParse("0.10"), Price: price,
 			Profit: dec.MustParse("-1.25"), Commission: dec.MustParse("-0.70"), Swap: dec.MustParse("0")},
 		&TickReceived{Seq: 1, Symbol: "EURUSD", Bid: price, Ask: dec.MustParse("1.10017"), Last: dec.MustParse("0")},

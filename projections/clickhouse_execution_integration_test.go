@@ -235,9 +235,10 @@ func TestExecutionQualityFollowsFillsRefusalsAndPendingOrders(t *testing.T) {
 		"first_deal_observed_ms", fmt.Sprint(t0+20), "latency_fill_ms", "20", "version", "3")
 
 	// Pending BUY_LIMIT at 59990.00: NEW, resting; it triggers and fills at 59989.99, one point better.
-	limit := &events.OrderRequested{Operation: eqHeader(1001, "op-lim", "#BBBBB2", 1, t0), Symbol: "BTCUSD", Side: "BUY",
-		Type: "BUY_LIMIT", Volume: dec.MustParse("0.01"), Price: ptrDec("59990.00"), TimeInForce: "GTC",
-		QuoteBid: ptrDec("60000.00"), QuoteAsk: ptrDec("60015.00"), QuoteTime: t0 - 5}
+	limit := &events.OrderRequested{Operation: eqHeader(1001, "op-lim", "#BBBBB2", 1, t0), Symbol: "BTCUSD",
+		Side: "BUY", Type: "BUY_LIMIT", Volume: dec.MustParse("0.01"),
+		OrderPrices: events.OrderPrices{Price: ptrDec("59990.00"), TimeInForce: "GTC"}, QuoteBid: ptrDec("60000.00"),
+		QuoteAsk: ptrDec("60015.00"), QuoteTime: t0 - 5}
 	z := dec.MustParse("0")
 	order := func(seq uint64, change string, state int) *events.OrderChanged {
 		return &events.OrderChanged{Fact: events.Fact{Seq: seq, Login: 1001}, Change: change, OrderID: 801, Symbol: "BTCUSD", Type: 2,

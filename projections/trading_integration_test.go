@@ -196,7 +196,7 @@ func marketOrder(login int64, op, tag, vol string, attempt int) *events.OrderReq
 func limitOrder(login int64, op, tag string) *events.OrderRequested {
 	price := dec.MustParse("1.05000")
 	return &events.OrderRequested{Operation: hdr(login, op, tag, 1), Symbol: "EURUSD", Side: "BUY", Type: "BUY_LIMIT",
-		Volume: dec.MustParse("1"), Price: &price, TimeInForce: "GTC", Comment: "hi"}
+		Volume: dec.MustParse("1"), OrderPrices: events.OrderPrices{Price: &price, TimeInForce: "GTC"}, Comment: "hi"}
 }
 
 func outcomeOf(login int64, op, tag string, attempt int, status string) *events.ExecutionOutcome {

@@ -84,7 +84,8 @@ func TestExecutorSendsEveryKindAndReportsTheAnswer(t *testing.T) {
 	t.Run("pending order is modified", func(t *testing.T) {
 		op := e.op(login)
 		e.appendCmds(&events.OrderModifyRequested{Operation: op, OrderID: orderID, Symbol: "EURUSD", Side: "BUY",
-			Type: "BUY_LIMIT", Price: decPtr("1.07900"), SL: decPtr("1.07000"), TimeInForce: "GTC"})
+			Type: "BUY_LIMIT", OrderPrices: events.OrderPrices{Price: decPtr("1.07900"), SL: decPtr("1.07000"),
+				TimeInForce: "GTC"}})
 		got := e.outcome(op)
 		checkOutcome(t, got, op, trading.StatusNew, 0, 10009)
 		if got.OrderID != orderID {
@@ -457,7 +458,7 @@ func TestExecutorRestartedAfterAModificationSendsItAgainAndReportsItDone(t *test
 
 	modify := e.op(login)
 	crashAfterExecuting(modify, &events.OrderModifyRequested{Operation: modify, OrderID: placed.Order, Symbol: "EURUSD",
-		Side: "BUY", Type: "BUY_LIMIT", Price: decPtr("1.07950")}, "the modification", func() bool {
+		Side: "BUY", Type: "BUY_LIMIT", OrderPrices: events.OrderPrices{Price: decPtr("1.07950")}}, "the modification", func() bool {
 		oo := e.openOrders(login)
 		return len(oo) == 1 && dec.String(oo[0].Price) == "1.07950"
 	})

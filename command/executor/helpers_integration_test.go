@@ -239,8 +239,8 @@ func marketCmd(op events.Operation, symbol, side, volume string) *events.OrderRe
 }
 
 func limitCmd(op events.Operation, symbol, volume, price string) *events.OrderRequested {
-	return &events.OrderRequested{Operation: op, Symbol: symbol, Side: "BUY", Type: "BUY_LIMIT", Volume: dec.MustParse(volume),
-		Price: decPtr(price), TimeInForce: "GTC"}
+	return &events.OrderRequested{Operation: op, Symbol: symbol, Side: "BUY", Type: "BUY_LIMIT",
+		Volume: dec.MustParse(volume), OrderPrices: events.OrderPrices{Price: decPtr(price), TimeInForce: "GTC"}}
 }
 
 // checkOutcome asserts the fields every outcome must have right.

@@ -41,7 +41,8 @@ func sameDec(t *testing.T, what string, got apd.Decimal, want string) {
 // policy, and the comment ends with the tag.
 func TestMarketOrderBecomesADealAtTheQuotedPrice(t *testing.T) {
 	o := opOf(t, &events.OrderRequested{Operation: testOp, Symbol: "EURUSD", Side: "SELL", Type: "MARKET",
-		Volume: mustDec("0.25"), SL: ptr("1.2"), QuotedPrice: ptr("1.10000"), Comment: "hedge"})
+		Volume: mustDec("0.25"), OrderPrices: events.OrderPrices{SL: ptr("1.2")}, QuotedPrice: ptr("1.10000"),
+		Comment: "hedge"})
 	r := o.req
 	if o.invalid != nil || o.kind != trading.KindPlaceOrder || !o.market() || o.queued() != trading.StatusAccepted {
 		t.Fatalf("operation %+v", o)
@@ -65,8 +66,8 @@ func TestPendingOrderCarriesTypePricesAndTimeInForce(t *testing.T) {
 	for tif, want := range map[string]trading.TimeType{"": trading.TimeGTC, "GTC": trading.TimeGTC, "DAY": trading.TimeDay,
 		"GTD": trading.TimeSpecified, "GTD_DAY": trading.TimeSpecifiedDay} {
 		o := opOf(t, &events.OrderRequested{Operation: testOp, Symbol: "XAUUSD", Side: "BUY", Type: "BUY_STOP_LIMIT",
-			Volume: mustDec("0.01"), Price: ptr("2400.00"), StopLimitPrice: ptr("2399.00"), TP: ptr("2500.00"),
-			TimeInForce: tif, Expiration: 1_800_000_000_000})
+			Volume: mustDec("0.01"), OrderPrices: events.OrderPrices{Price: ptr("2400.00"), StopLimitPrice: ptr("2399.00"),
+				TP: ptr("2500.00"), TimeInForce: tif, Expiration: 1_800_000_000_000}})
 		r := o.req
 		if o.invalid != nil || o.market() || o.queued() != trading.StatusNew || r.Action != mt5.ActionPending ||
 			r.Type != trading.OrderBuyStopLimit || r.TypeTime != want || r.Expiration != 1_800_000_000_000 {
@@ -79,14 +80,15 @@ func TestPendingOrderCarriesTypePricesAndTimeInForce(t *testing.T) {
 	if o := opOf(t, &events.OrderRequested{Operation: testOp, Type: "BUY_SOMETIMES", Volume: mustDec("1")}); o.invalid == nil {
 		t.Error("an unknown order type was accepted")
 	}
-	if o := opOf(t, &events.OrderRequested{Operation: testOp, Type: "SELL_LIMIT", Volume: mustDec("1"), TimeInForce: "FOK"}); o.invalid == nil {
+	if o := opOf(t, &events.OrderRequested{Operation: testOp, Type: "SELL_LIMIT", Volume: mustDec("1"),
+		OrderPrices: events.OrderPrices{TimeInForce: "FOK"}}); o.invalid == nil {
 		t.Error("an unknown time in force was accepted")
 	}
 }
 
 func TestModifyCancelCloseAndSLTPRequests(t *testing.T) {
-	o := opOf(t, &events.OrderModifyRequested{Operation: testOp, OrderID: 77, Price: ptr("1.05"), SL: ptr("1.04"),
-		TimeInForce: "GTD", Expiration: 99000})
+	o := opOf(t, &events.OrderModifyRequested{Operation: testOp, OrderID: 77,
+		OrderPrices: events.OrderPrices{Price: ptr("1.05"), SL: ptr("1.04"), TimeInForce: "GTD", Expiration: 99000}})
 	if r := o.req; o.kind != trading.KindModifyOrder || r.Action != mt5.ActionModify || r.Order != 77 ||
 		r.TypeTime != trading.TimeSpecified || r.Expiration != 99000 || !r.TP.IsZero() || o.kind.ByTag() {
 		t.Fatalf("modify %+v", o)
