@@ -145,9 +145,8 @@ func foldOutcomes(items []*tradingItem, ops []*loadedOp) []*tradingItem {
 		if st := o.in.Out; st != nil && (st.Attempt > out.Attempt || st.Attempt == out.Attempt && st.DecidedAt == out.DecidedAt) {
 			continue // stored already, or older than what is stored
 		}
-		o.in.Out = &trading.Outcome{Attempt: out.Attempt, Status: trading.Status(out.Status), Code: out.Code,
-			Retcode: out.Retcode, Msg: out.Msg, Unanswered: out.Unanswered, OrderID: out.OrderID, DealID: out.DealID,
-			PositionID: out.Position, Price: out.Price, Volume: out.Volume, DecidedAt: out.DecidedAt}
+		folded := trading.OutcomeOf(out)
+		o.in.Out = &folded
 		o.out = out
 		it.applied = true
 	}
