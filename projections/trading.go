@@ -351,7 +351,8 @@ func tradingItems(msgs []batch.Message, seen *seenApplied) ([]*tradingItem, []in
 			return nil, nil
 		}
 		sql, args, ok := factStatement(ev)
-		if !ok {
+		table := factTables[ev.EventType()]
+		if !ok && table == nil {
 			return nil, nil
 		}
 		if len(raw) == 0 { // not read from the log as such (an in-band fact, a test): encode it
@@ -360,7 +361,7 @@ func tradingItems(msgs []batch.Message, seen *seenApplied) ([]*tradingItem, []in
 				return nil, fmt.Errorf("encode %s: %w", ev.EventType(), err)
 			}
 		}
-		it := &tradingItem{ev: ev, raw: raw, sql: sql, args: args, part: part, inBand: inBand}
+		it := &tradingItem{ev: ev, raw: raw, sql: sql, args: args, table: table, part: part, inBand: inBand}
 		items = append(items, it)
 		logins = append(logins, ev.(events.AccountEvent).AccountLogin())
 		return it, nil
@@ -414,10 +415,11 @@ type tradingItem struct {
 	raw     []byte // the event's payload as the log holds it (a change row stores it)
 	sql     string
 	args    []any
-	part    int32 // the partition it came from (an in-band fact and a command: their outcome's)
-	inBand  bool  // a fact an outcome carried
-	folded  bool  // an outcome written with its operation's derived columns (foldOutcomes)
-	at      int64 // when it was appended to the log, Unix ms (0: unknown)
+	table   *factTable // a trade-server fact: applied with the others of its table (sql empty)
+	part    int32      // the partition it came from (an in-band fact and a command: their outcome's)
+	inBand  bool       // a fact an outcome carried
+	folded  bool       // an outcome written with its operation's derived columns (foldOutcomes)
+	at      int64      // when it was appended to the log, Unix ms (0: unknown)
 	applied bool
 }
 
@@ -428,7 +430,16 @@ func queueFacts(b *pgx.Batch, logins []int64, items []*tradingItem) {
 		// One statement takes them all, in ascending order.
 		b.Queue(`SELECT pg_advisory_xact_lock(l) FROM (SELECT l FROM unnest($1::bigint[]) AS l ORDER BY l) s`, logins)
 	}
+	var tables []*factTable
+	facts := map[*factTable][]*tradingItem{}
 	for _, it := range items {
+		if it.table != nil {
+			if facts[it.table] == nil {
+				tables = append(tables, it.table)
+			}
+			facts[it.table] = append(facts[it.table], it)
+			continue
+		}
 		if it.sql == "" {
 			continue // folded
 		}
@@ -436,6 +447,9 @@ func queueFacts(b *pgx.Batch, logins []int64, items []*tradingItem) {
 			it.applied = ct.RowsAffected() > 0
 			return nil
 		})
+	}
+	for _, t := range tables {
+		t.queue(b, facts[t])
 	}
 }
 

@@ -2,10 +2,11 @@ package projections
 
 import "tradesvc/events/trading"
 
-// Accepts implements Accepting: the events with a statement; the rest is not decoded.
+// Accepts implements Accepting: the events with a statement or a fact table; the rest is not
+// decoded.
 func (t *Trading) Accepts(eventType string) bool {
 	_, ok := statements[eventType]
-	return ok
+	return ok || factTables[eventType] != nil
 }
 
 // TradingCoverage is what projection.trading dispatches on: the events it has a statement for
@@ -15,6 +16,9 @@ func TradingCoverage() trading.Coverage {
 	c := trading.Coverage{Place: "projection.trading (projections)", EventsDeclared: true, KindsDeclared: true,
 		IgnoredEvents: []string{"ExecutionSent_v1", "TickReceived_v1", "DayStatsUpdated_v1", "SymbolSpecified_v1",
 			"ServerSpecified_v1", "AccountSnapshot_v1"}}
+	for t := range factTables {
+		c.Events = append(c.Events, t)
+	}
 	for t := range statements {
 		c.Events = append(c.Events, t)
 		if k, ok := trading.KindOf(t); ok {

@@ -1,28 +1,30 @@
 package projections
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
+
 	"github.com/cockroachdb/apd/v3"
+	"github.com/jackc/pgx/v5"
 
 	"tradesvc/events"
 	"tradesvc/events/dec"
 	"tradesvc/events/trading"
 )
 
-// The raw facts of the trading projection: one statement per event, each changing at most
-// one row and only forward (seq for trade-server facts, attempt for commands and outcomes),
-// so a redelivered or replayed event changes nothing and reports no row affected.
+// The raw facts of the trading projection: every event changes at most one row and only
+// forward (seq for trade-server facts, attempt for commands and outcomes), so a redelivered
+// or replayed event changes nothing and reports no row affected.
 
-// statements are the statements of the events the projection applies, by event type: what
-// it handles (TradingCoverage). Every command event has one (its operation row).
+// statements are the statements of the commands and outcomes the projection applies, one per
+// event, by event type; with factTables, what it handles (TradingCoverage). Every command
+// event has one (its operation row).
 var statements = func() map[string]func(events.Event) (string, []any) {
 	m := map[string]func(events.Event) (string, []any){
 		(*events.ExecutionOutcome)(nil).EventType(): func(e events.Event) (string, []any) {
 			return outcomeStatement(e.(*events.ExecutionOutcome))
 		},
-		(*events.DealAdded)(nil).EventType():       dealStatement,
-		(*events.OrderChanged)(nil).EventType():    orderStatement,
-		(*events.PositionChanged)(nil).EventType(): positionStatement,
-		(*events.AccountChanged)(nil).EventType():  accountStatement,
 	}
 	for _, k := range trading.Kinds() {
 		m[k.Command()] = requestStatement
@@ -41,66 +43,171 @@ func factStatement(e events.Event) (string, []any, bool) {
 	return sql, args, true
 }
 
-func dealStatement(e events.Event) (string, []any) {
-	x := e.(*events.DealAdded)
-	return `INSERT INTO rm.deals (deal_id, login, order_id, position_id, symbol, action, entry, reason, volume,
-		price, profit, commission, swap, comment, tag, time, seq)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::numeric, $10::numeric, $11::numeric, $12::numeric,
-		$13::numeric, $14, $15, $16, $17)
-		ON CONFLICT (deal_id) DO NOTHING`,
-		[]any{x.DealID, x.Login, x.OrderID, x.PositionID, x.Symbol, x.Action, x.Entry, x.Reason,
-			dec.String(x.Volume), dec.String(x.Price), dec.String(x.Profit), dec.String(x.Commission),
-			dec.String(x.Swap), x.Comment, nullText(trading.TagOf(x.Comment)), x.Time, int64(x.Seq)}
+// factTables apply the trade-server facts of a transaction set-wise: one statement per table
+// for all of them, whatever their number (a statement per fact made the projection's database
+// connection the bottleneck of the order path under load). Each row moves only forward, as a
+// statement per fact in their order would have moved it, and the statement returns which
+// facts did (those change the read model and get change rows).
+var factTables = map[string]*factTable{
+	(*events.DealAdded)(nil).EventType(): newFactTable("rm.deals", "deal_id", false,
+		[]factColumn{{"deal_id", "bigint"}, {"login", "bigint"}, {"order_id", "bigint"}, {"position_id", "bigint"},
+			{"symbol", "text"}, {"action", "integer"}, {"entry", "integer"}, {"reason", "integer"}, {"volume", "numeric"},
+			{"price", "numeric"}, {"profit", "numeric"}, {"commission", "numeric"}, {"swap", "numeric"},
+			{"comment", "text"}, {"tag", "text"}, {"time", "bigint"}, {"seq", "bigint"}},
+		func(e events.Event) []*string {
+			x := e.(*events.DealAdded)
+			return []*string{i64(x.DealID), i64(x.Login), i64(x.OrderID), i64(x.PositionID), &x.Symbol,
+				i64(int64(x.Action)), i64(int64(x.Entry)), i64(int64(x.Reason)), decp(x.Volume), decp(x.Price),
+				decp(x.Profit), decp(x.Commission), decp(x.Swap), &x.Comment, textOrNull(trading.TagOf(x.Comment)),
+				i64(x.Time), i64(int64(x.Seq))}
+		}),
+	(*events.OrderChanged)(nil).EventType(): newFactTable("rm.orders", "order_id", true,
+		[]factColumn{{"order_id", "bigint"}, {"login", "bigint"}, {"symbol", "text"}, {"type", "integer"},
+			{"state", "integer"}, {"volume_initial", "numeric"}, {"volume_current", "numeric"}, {"price", "numeric"},
+			{"stop_limit_price", "numeric"}, {"sl", "numeric"}, {"tp", "numeric"}, {"type_time", "integer"},
+			{"expiration", "bigint"}, {"comment", "text"}, {"tag", "text"}, {"position_id", "bigint"},
+			{"time_setup", "bigint"}, {"time_done", "bigint"}, {"update_time", "bigint"}, {"open", "boolean"},
+			{"seq", "bigint"}},
+		func(e events.Event) []*string {
+			x := e.(*events.OrderChanged)
+			return []*string{i64(x.OrderID), i64(x.Login), &x.Symbol, i64(int64(x.Type)), i64(int64(x.State)),
+				decp(x.VolumeInitial), decp(x.VolumeCurrent), decp(x.Price), decp(x.StopLimitPrice), decp(x.SL),
+				decp(x.TP), i64(int64(x.TypeTime)), i64(x.Expiration), &x.Comment, textOrNull(trading.TagOf(x.Comment)),
+				i64OrNull(x.PositionID), i64(x.TimeSetup), i64OrNull(x.TimeDone), i64(x.Time),
+				boolp(x.Change != events.ChangeDelete), i64(int64(x.Seq))}
+		}),
+	(*events.PositionChanged)(nil).EventType(): newFactTable("rm.positions", "position_id", true,
+		[]factColumn{{"position_id", "bigint"}, {"login", "bigint"}, {"symbol", "text"}, {"direction", "integer"},
+			{"volume", "numeric"}, {"price_open", "numeric"}, {"sl", "numeric"}, {"tp", "numeric"},
+			{"profit", "numeric"}, {"swap", "numeric"}, {"comment", "text"}, {"tag", "text"}, {"time_open", "bigint"},
+			{"update_time", "bigint"}, {"open", "boolean"}, {"seq", "bigint"}},
+		func(e events.Event) []*string {
+			x := e.(*events.PositionChanged)
+			return []*string{i64(x.PositionID), i64(x.Login), &x.Symbol, i64(int64(x.Direction)), decp(x.Volume),
+				decp(x.PriceOpen), decp(x.SL), decp(x.TP), decp(x.Profit), decp(x.Swap), &x.Comment,
+				textOrNull(trading.TagOf(x.Comment)), i64(x.TimeOpen), i64(x.Time),
+				boolp(x.Change != events.ChangeClose), i64(int64(x.Seq))}
+		}),
+	(*events.AccountChanged)(nil).EventType(): newFactTable("rm.account_balances", "login", true,
+		[]factColumn{{"login", "bigint"}, {"balance", "numeric"}, {"credit", "numeric"}, {"update_time", "bigint"},
+			{"seq", "bigint"}},
+		func(e events.Event) []*string {
+			x := e.(*events.AccountChanged)
+			return []*string{i64(x.Login), decp(x.Balance), decp(x.Credit), i64(x.Time), i64(int64(x.Seq))}
+		}),
 }
 
-func orderStatement(e events.Event) (string, []any) {
-	x := e.(*events.OrderChanged)
-	return `INSERT INTO rm.orders (order_id, login, symbol, type, state, volume_initial, volume_current, price,
-		stop_limit_price, sl, tp, type_time, expiration, comment, tag, position_id, time_setup, time_done,
-		update_time, open, seq)
-		VALUES ($1, $2, $3, $4, $5, $6::numeric, $7::numeric, $8::numeric, $9::numeric, $10::numeric,
-		$11::numeric, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
-		ON CONFLICT (order_id) DO UPDATE SET login = EXCLUDED.login, symbol = EXCLUDED.symbol,
-		type = EXCLUDED.type, state = EXCLUDED.state, volume_initial = EXCLUDED.volume_initial,
-		volume_current = EXCLUDED.volume_current, price = EXCLUDED.price,
-		stop_limit_price = EXCLUDED.stop_limit_price, sl = EXCLUDED.sl, tp = EXCLUDED.tp,
-		type_time = EXCLUDED.type_time, expiration = EXCLUDED.expiration, comment = EXCLUDED.comment,
-		tag = EXCLUDED.tag, position_id = EXCLUDED.position_id, time_setup = EXCLUDED.time_setup,
-		time_done = EXCLUDED.time_done, update_time = EXCLUDED.update_time, open = EXCLUDED.open,
-		seq = EXCLUDED.seq
-		WHERE rm.orders.seq < EXCLUDED.seq`,
-		[]any{x.OrderID, x.Login, x.Symbol, x.Type, x.State, dec.String(x.VolumeInitial),
-			dec.String(x.VolumeCurrent), dec.String(x.Price), dec.String(x.StopLimitPrice), dec.String(x.SL),
-			dec.String(x.TP), x.TypeTime, x.Expiration, x.Comment, nullText(trading.TagOf(x.Comment)),
-			nullInt64(x.PositionID), x.TimeSetup, nullInt64(x.TimeDone), x.Time, x.Change != events.ChangeDelete,
-			int64(x.Seq)}
+// factTable is one read-model table of facts and its set-wise statement.
+type factTable struct {
+	sql  string
+	cols int
+	row  func(events.Event) []*string // the fact's columns as text (nil: NULL)
 }
 
-func positionStatement(e events.Event) (string, []any) {
-	x := e.(*events.PositionChanged)
-	return `INSERT INTO rm.positions (position_id, login, symbol, direction, volume, price_open, sl, tp, profit,
-		swap, comment, tag, time_open, update_time, open, seq)
-		VALUES ($1, $2, $3, $4, $5::numeric, $6::numeric, $7::numeric, $8::numeric, $9::numeric,
-		$10::numeric, $11, $12, $13, $14, $15, $16)
-		ON CONFLICT (position_id) DO UPDATE SET login = EXCLUDED.login, symbol = EXCLUDED.symbol,
-		direction = EXCLUDED.direction, volume = EXCLUDED.volume, price_open = EXCLUDED.price_open,
-		sl = EXCLUDED.sl, tp = EXCLUDED.tp, profit = EXCLUDED.profit, swap = EXCLUDED.swap,
-		comment = EXCLUDED.comment, tag = EXCLUDED.tag, time_open = EXCLUDED.time_open,
-		update_time = EXCLUDED.update_time, open = EXCLUDED.open, seq = EXCLUDED.seq
-		WHERE rm.positions.seq < EXCLUDED.seq`,
-		[]any{x.PositionID, x.Login, x.Symbol, x.Direction, dec.String(x.Volume), dec.String(x.PriceOpen),
-			dec.String(x.SL), dec.String(x.TP), dec.String(x.Profit), dec.String(x.Swap), x.Comment,
-			nullText(trading.TagOf(x.Comment)), x.TimeOpen, x.Time, x.Change != events.ChangeClose, int64(x.Seq)}
+type factColumn struct{ name, typ string }
+
+// newFactTable builds the statement of a table keyed by key. forward: a fact replaces the row
+// when its seq is newer (else a fact is inserted once and never changed). The statement takes
+// one text array per column, the facts in their order, and returns the ordinal (from 1) of
+// each fact that moved its row: newer than the stored row and than every earlier fact of the
+// same key in the array (a statement per fact, in order, would have moved the row for those).
+// Only the newest fact of a key is written (the first, for insert-once tables).
+func newFactTable(table, key string, forward bool, cols []factColumn, row func(events.Event) []*string) *factTable {
+	var params, names, typed, set []string
+	for i, c := range cols {
+		params = append(params, fmt.Sprintf("$%d::text[]", i+1))
+		names = append(names, c.name)
+		typed = append(typed, fmt.Sprintf("c%d::%s AS %s", i+1, c.typ, c.name))
+		if c.name != key {
+			set = append(set, c.name+" = EXCLUDED."+c.name)
+		}
+	}
+	raw := make([]string, len(cols))
+	for i := range cols {
+		raw[i] = fmt.Sprintf("c%d", i+1)
+	}
+	list := strings.Join(names, ", ")
+	sql := `WITH input AS (SELECT ` + strings.Join(typed, ", ") + `, ord FROM unnest(` + strings.Join(params, ", ") +
+		`) WITH ORDINALITY AS x(` + strings.Join(raw, ", ") + `, ord)),
+	stored AS (SELECT ` + key + ` AS k, seq FROM ` + table + ` WHERE ` + key + ` IN (SELECT ` + key + ` FROM input)),`
+	if forward {
+		sql += `
+	ranked AS (SELECT input.*, max(seq) OVER (PARTITION BY ` + key + ` ORDER BY ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before,
+		row_number() OVER (PARTITION BY ` + key + ` ORDER BY seq DESC, ord) AS pick FROM input),
+	written AS (INSERT INTO ` + table + ` (` + list + `) SELECT ` + list + ` FROM ranked WHERE pick = 1
+		ON CONFLICT (` + key + `) DO UPDATE SET ` + strings.Join(set, ", ") + `
+		WHERE ` + table + `.seq < EXCLUDED.seq)
+SELECT ord FROM ranked LEFT JOIN stored ON stored.k = ranked.` + key + `
+WHERE ranked.seq > greatest(coalesce(stored.seq, -1), coalesce(ranked.before, -1))`
+	} else {
+		sql += `
+	ranked AS (SELECT input.*, row_number() OVER (PARTITION BY ` + key + ` ORDER BY ord) AS pick FROM input),
+	written AS (INSERT INTO ` + table + ` (` + list + `) SELECT ` + list + ` FROM ranked WHERE pick = 1
+		ON CONFLICT (` + key + `) DO NOTHING)
+SELECT ord FROM ranked LEFT JOIN stored ON stored.k = ranked.` + key + `
+WHERE ranked.pick = 1 AND stored.k IS NULL`
+	}
+	return &factTable{sql: sql, cols: len(cols), row: row}
 }
 
-func accountStatement(e events.Event) (string, []any) {
-	x := e.(*events.AccountChanged)
-	return `INSERT INTO rm.account_balances (login, balance, credit, update_time, seq)
-		VALUES ($1, $2::numeric, $3::numeric, $4, $5)
-		ON CONFLICT (login) DO UPDATE SET balance = EXCLUDED.balance, credit = EXCLUDED.credit,
-		update_time = EXCLUDED.update_time, seq = EXCLUDED.seq
-		WHERE rm.account_balances.seq < EXCLUDED.seq`,
-		[]any{x.Login, dec.String(x.Balance), dec.String(x.Credit), x.Time, int64(x.Seq)}
+// queue queues the statement that applies items (facts of this table, in their order) and
+// marks those that moved a row as applied when the batch runs.
+func (f *factTable) queue(b *pgx.Batch, items []*tradingItem) {
+	cols := make([][]*string, f.cols)
+	for i := range cols {
+		cols[i] = make([]*string, len(items))
+	}
+	for j, it := range items {
+		for i, v := range f.row(it.ev) {
+			cols[i][j] = v
+		}
+	}
+	args := make([]any, len(cols))
+	for i, c := range cols {
+		args[i] = c
+	}
+	b.Queue(f.sql, args...).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var ord int64
+			if err := rows.Scan(&ord); err != nil {
+				return err
+			}
+			if ord < 1 || ord > int64(len(items)) {
+				return fmt.Errorf("%d facts, applied ordinal %d", len(items), ord)
+			}
+			items[ord-1].applied = true
+		}
+		return rows.Err()
+	})
+}
+
+func i64(n int64) *string {
+	s := strconv.FormatInt(n, 10)
+	return &s
+}
+
+func i64OrNull(n int64) *string {
+	if n == 0 {
+		return nil
+	}
+	return i64(n)
+}
+
+func textOrNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func decp(d apd.Decimal) *string {
+	s := dec.String(d)
+	return &s
+}
+
+func boolp(b bool) *string {
+	s := strconv.FormatBool(b)
+	return &s
 }
 
 // requestStatement inserts the operation a command event starts, or completes a row an
