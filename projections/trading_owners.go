@@ -117,24 +117,15 @@ func (t *Trading) waitsForOwner(ctx context.Context, msgs []batch.Message) (wait
 // ownedFact returns the (login, tag) of a fact whose change row names the operation that
 // caused it: a trading deal, an order change of a pending order.
 func ownedFact(ev events.Event) (loginTag, bool) {
-	var login int64
-	var comment string
 	switch x := ev.(type) {
-	case *events.DealAdded:
-		if !trading.DealAction(x.Action).IsTrade() {
-			return loginTag{}, false
-		}
-		login, comment = x.Login, x.Comment
+	case *events.PositionChanged:
+		return loginTag{}, false
 	case *events.OrderChanged:
 		if trading.OrderType(x.Type).IsMarket() {
 			return loginTag{}, false
 		}
-		login, comment = x.Login, x.Comment
-	default:
-		return loginTag{}, false
 	}
-	tag := trading.TagOf(comment)
-	return loginTag{login, tag}, tag != ""
+	return sentFact(ev)
 }
 
 // sentFact returns the (login, tag) of a fact a send may have caused and carried in band: a
