@@ -41,12 +41,24 @@ type handIn struct {
 // (batch.Config.MaxAttempts), and another batch must not be charged with it; a fact waiting
 // for its command (batch.ErrRetrySoon) holds back only its own partition.
 func (c *combiner) combine(ctx context.Context, msgs []batch.Message, apply func(context.Context, []batch.Message) error) error {
-	c.once.Do(func() { c.group = group.New(c.round, group.Options{Pace: c.pace}) })
-	errs, err := c.group.Do(ctx, []handIn{{msgs: msgs, apply: apply}})
+	errs, err := c.rounds().Do(ctx, []handIn{{msgs: msgs, apply: apply}})
 	if err != nil {
 		return err
 	}
 	return errs[0]
+}
+
+// wait returns once the rounds still owed to consumers that stopped have run (their batches
+// were handed in; a paced round waits out its pace first). The projection's runner calls it
+// when its consumers have stopped, so that no write outlives the projection.
+func (c *combiner) wait() {
+	c.rounds().Wait()
+}
+
+// rounds is the group commit, made on first use.
+func (c *combiner) rounds() *group.Group[handIn, error] {
+	c.once.Do(func() { c.group = group.New(c.round, group.Options{Pace: c.pace}) })
+	return c.group
 }
 
 // round applies the batches handed in as one write, or each alone when that fails.

@@ -85,10 +85,12 @@ func Run(ctx context.Context, src Source, name string, p Projection) error {
 	var wait, fetchWait time.Duration
 	var fetchMin int32
 	apply := p.Apply
+	var paced *combiner
 	if b, ok := p.(Batching); ok {
 		wait = b.MaxWait()
 		if wait > pacedFill {
 			c := &combiner{pace: wait}
+			paced = c
 			apply = func(ctx context.Context, msgs []batch.Message) error { return c.combine(ctx, msgs, p.Apply) }
 			// Off the latency path: a fetch waits for 64 KiB or half the pace.
 			wait, fetchWait, fetchMin = pacedFill, wait/2, 64<<10
@@ -128,7 +130,11 @@ func Run(ctx context.Context, src Source, name string, p Projection) error {
 	if src.Observe != nil {
 		cfg.Observer = src.Observe(name)
 	}
-	return batch.Run(ctx, cfg, apply)
+	err := batch.Run(ctx, cfg, apply)
+	if paced != nil {
+		paced.wait()
+	}
+	return err
 }
 
 // IsStoreUnavailable reports the Postgres errors that say the database is out of reach or

@@ -16,6 +16,9 @@ type Group[T, R any] struct {
 	run func(ctx context.Context, items []T) ([]R, error)
 	opt Options
 
+	// handoffs are the goroutines that run a round for a caller that gave up (Wait).
+	handoffs sync.WaitGroup
+
 	mu      sync.Mutex
 	pending []*call[T, R]
 	running bool
@@ -64,7 +67,9 @@ func (g *Group[T, R]) Do(ctx context.Context, items []T) ([]R, error) {
 		case <-ctx.Done():
 			// Its items stay in the round; leadership handed to it is passed on when it
 			// comes, by whoever runs that round.
+			g.handoffs.Add(1)
 			go func() {
+				defer g.handoffs.Done()
 				select {
 				case <-c.done:
 				case <-c.lead:
@@ -78,6 +83,10 @@ func (g *Group[T, R]) Do(ctx context.Context, items []T) ([]R, error) {
 	<-c.done
 	return c.results, c.err
 }
+
+// Wait returns once the rounds that callers who gave up were to lead have run: a group's
+// owner that stops calls it, so that no round outlives it (a paced one waits out its pace).
+func (g *Group[T, R]) Wait() { g.handoffs.Wait() }
 
 // round runs everything pending as one round, then hands the next round to the first caller
 // waiting, or ends the run.

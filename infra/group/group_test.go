@@ -156,3 +156,50 @@ func TestPacedRoundsMergeWhatArrivesWithinThePace(t *testing.T) {
 		t.Fatalf("second round started %v after the first, want at least the pace (200ms)", gap)
 	}
 }
+
+// Wait returns only once the round a caller who gave up was to lead has run, pace included:
+// its owner can stop without a round outliving it.
+func TestWaitOutlastsTheRoundOfACallerThatGaveUp(t *testing.T) {
+	release := make(chan struct{})
+	var ran []int
+	var mu sync.Mutex
+	g := New(func(_ context.Context, items []int) ([]int, error) {
+		mu.Lock()
+		first := len(ran) == 0
+		ran = append(ran, items...)
+		mu.Unlock()
+		if first {
+			<-release
+		}
+		return items, nil
+	}, Options{Pace: 50 * time.Millisecond})
+	first := make(chan error, 1)
+	go func() { _, err := g.Do(context.Background(), []int{1}); first <- err }()
+	for {
+		mu.Lock()
+		started := len(ran) > 0
+		mu.Unlock()
+		if started {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() { _, err := g.Do(ctx, []int{2}); gaveUp <- err }()
+	time.Sleep(5 * time.Millisecond)
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the caller that gave up got %v", err)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	g.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) != 2 || ran[1] != 2 {
+		t.Fatalf("after Wait the rounds ran %v, want [1 2]: the given-up caller's round still pending", ran)
+	}
+}
