@@ -48,14 +48,8 @@ func (c *combiner) combine(ctx context.Context, msgs []batch.Message, apply func
 	return errs[0]
 }
 
-// wait returns once the rounds still owed to consumers that stopped have run (their batches
-// were handed in; a paced round waits out its pace first). The projection's runner calls it
-// when its consumers have stopped, so that no write outlives the projection.
-func (c *combiner) wait() {
-	c.rounds().Wait()
-}
-
-// rounds is the group commit, made on first use.
+// rounds is the group commit, made on first use. Its Wait outlasts the rounds still owed to
+// consumers that stopped (a paced one waits out its pace first).
 func (c *combiner) rounds() *group.Group[handIn, error] {
 	c.once.Do(func() { c.group = group.New(c.round, group.Options{Pace: c.pace}) })
 	return c.group

@@ -5,12 +5,13 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	json "github.com/goccy/go-json"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"tradesvc/infra/group"
 )
 
 // ChangesChannel is the channel the trading projection notifies after committing changes.
@@ -101,58 +102,22 @@ func peekNotify(payload string) (part int32, to int64, ok bool) {
 	return int32(pn), tn, true
 }
 
-// notifier sends the NOTIFYs of committed transactions in commit order, off the path of the
-// next transaction: the group commit would otherwise wait a round trip per transaction for
+// newNotifier sends the NOTIFYs of committed transactions in commit order, off the path of
+// the next transaction: the group commit would otherwise wait a round trip per transaction for
 // them. What is handed in while a send is under way goes out together in the next one.
-type notifier struct {
-	pool *pgxpool.Pool
-	log  *slog.Logger
-
-	mu      sync.Mutex
-	pending []string
-	sending bool
-}
-
-// notifyTimeout bounds one send of NOTIFYs.
-const notifyTimeout = 10 * time.Second
-
-// add queues payloads and starts a sender when none is running. The send outlives ctx's
-// cancellation (the transaction committed; its NOTIFY is still owed), not its timeout.
-func (n *notifier) add(ctx context.Context, payloads []string) {
-	if len(payloads) == 0 {
-		return
-	}
-	n.mu.Lock()
-	n.pending = append(n.pending, payloads...)
-	if n.sending {
-		n.mu.Unlock()
-		return
-	}
-	n.sending = true
-	n.mu.Unlock()
-	go n.send(context.WithoutCancel(ctx))
-}
-
-// send sends what is pending, again and again, until nothing is.
-func (n *notifier) send(ctx context.Context) {
-	for {
-		n.mu.Lock()
-		payloads := n.pending
-		n.pending = nil
-		if len(payloads) == 0 {
-			n.sending = false
-			n.mu.Unlock()
-			return
-		}
-		n.mu.Unlock()
+func newNotifier(pool *pgxpool.Pool, log *slog.Logger) *group.Drain[string] {
+	return group.NewDrain(func(payloads []string) {
 		b := &pgx.Batch{}
 		for _, p := range payloads {
 			b.Queue("SELECT pg_notify($1, $2)", ChangesChannel, p)
 		}
-		sctx, cancel := context.WithTimeout(ctx, notifyTimeout)
-		if err := n.pool.SendBatch(sctx, b).Close(); err != nil {
-			n.log.Warn("trading projection: notify the change feed", "payloads", len(payloads), "err", err)
+		ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
+		defer cancel()
+		if err := pool.SendBatch(ctx, b).Close(); err != nil {
+			log.Warn("trading projection: notify the change feed", "payloads", len(payloads), "err", err)
 		}
-		cancel()
-	}
+	})
 }
+
+// notifyTimeout bounds one send of NOTIFYs.
+const notifyTimeout = 10 * time.Second

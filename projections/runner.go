@@ -89,9 +89,8 @@ func Run(ctx context.Context, src Source, name string, p Projection) error {
 	if b, ok := p.(Batching); ok {
 		wait = b.MaxWait()
 		if wait > pacedFill {
-			c := &combiner{pace: wait}
-			paced = c
-			apply = func(ctx context.Context, msgs []batch.Message) error { return c.combine(ctx, msgs, p.Apply) }
+			paced = &combiner{pace: wait}
+			apply = func(ctx context.Context, msgs []batch.Message) error { return paced.combine(ctx, msgs, p.Apply) }
 			// Off the latency path: a fetch waits for 64 KiB or half the pace.
 			wait, fetchWait, fetchMin = pacedFill, wait/2, 64<<10
 		}
@@ -131,8 +130,13 @@ func Run(ctx context.Context, src Source, name string, p Projection) error {
 		cfg.Observer = src.Observe(name)
 	}
 	err := batch.Run(ctx, cfg, apply)
+	// No write of the projection outlives it: the rounds owed to consumers that stopped, and
+	// what the projection itself does after its commits.
 	if paced != nil {
-		paced.wait()
+		paced.rounds().Wait()
+	}
+	if w, ok := p.(interface{ wait() }); ok {
+		w.wait()
 	}
 	return err
 }

@@ -19,6 +19,7 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/infra/check"
+	"tradesvc/infra/group"
 	"tradesvc/infra/kafka/batch"
 	"tradesvc/infra/postgres"
 	"tradesvc/query"
@@ -76,8 +77,8 @@ type Trading struct {
 	digits    *digitsCache
 	positions *Positions // nil while replaying
 	seen      *seenApplied
-	notifier  *notifier          // the NOTIFYs of committed transactions, in commit order
-	analyzer  *postgres.Analyzer // keeps the read models' statistics current while they are young
+	notifier  *group.Drain[string] // the NOTIFYs of committed transactions, in commit order (newNotifier)
+	analyzer  *postgres.Analyzer   // keeps the read models' statistics current while they are young
 	lastPrune atomic.Int64
 	comb      combiner
 
@@ -101,7 +102,7 @@ func NewTrading(cfg TradingConfig) (*Trading, error) {
 	if cfg.CommandGrace == 0 && !cfg.Replaying {
 		cfg.CommandGrace = 20 * time.Millisecond
 	}
-	t := &Trading{cfg: cfg, digits: newDigitsCache(), seen: newSeenApplied(), notifier: &notifier{pool: cfg.Pool, log: cfg.Logger},
+	t := &Trading{cfg: cfg, digits: newDigitsCache(), seen: newSeenApplied(), notifier: newNotifier(cfg.Pool, cfg.Logger),
 		analyzer: postgres.NewAnalyzer(cfg.Pool, cfg.Logger, "rm.operations", "rm.orders", "rm.deals", "rm.positions",
 			"rm.account_balances", "rm.changes")}
 	if !cfg.Replaying {
@@ -109,6 +110,10 @@ func NewTrading(cfg TradingConfig) (*Trading, error) {
 	}
 	return t, nil
 }
+
+// wait returns once the NOTIFYs of committed transactions are sent (Run calls it when the
+// projection's consumers have stopped).
+func (t *Trading) wait() { t.notifier.Wait() }
 
 // Positions implements Positioned: where each partition of the three topics stands.
 func (t *Trading) Positions() batch.Positions {
@@ -296,7 +301,7 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 			}
 		}
 	}
-	t.announce(ctx, rows)
+	t.announce(rows)
 	t.maybePrune(ctx)
 	return nil
 }

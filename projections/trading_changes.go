@@ -1,7 +1,6 @@
 package projections
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -139,9 +138,9 @@ func queueChangeRows(b *pgx.Batch, part int32, rows []changeRow) {
 // by NOTIFY, to every other process's (the payload carries the rows when they fit, so no
 // reader reads them back; a row too large for it makes the readers catch up by query). The
 // NOTIFY goes out after the transaction, in commit order, without holding up the next
-// transaction (notifier). A NOTIFY that fails only delays other processes: their feeds also
+// transaction (newNotifier). A NOTIFY that fails only delays other processes: their feeds also
 // poll.
-func (t *Trading) announce(ctx context.Context, rows map[int32][]changeRow) {
+func (t *Trading) announce(rows map[int32][]changeRow) {
 	if len(rows) == 0 {
 		return
 	}
@@ -157,7 +156,7 @@ func (t *Trading) announce(ctx context.Context, rows map[int32][]changeRow) {
 		}
 		payloads = append(payloads, notifyPayloads(part, prows)...)
 	}
-	t.notifier.add(ctx, payloads)
+	t.notifier.Add(payloads...)
 }
 
 // factRow is the change row of an applied fact: the fact itself, which the user streams

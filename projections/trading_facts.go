@@ -58,7 +58,7 @@ var factTables = map[string]*factTable{
 			x := e.(*events.DealAdded)
 			return []*string{i64(x.DealID), i64(x.Login), i64(x.OrderID), i64(x.PositionID), &x.Symbol,
 				i64(int64(x.Action)), i64(int64(x.Entry)), i64(int64(x.Reason)), decp(x.Volume), decp(x.Price),
-				decp(x.Profit), decp(x.Commission), decp(x.Swap), &x.Comment, textOrNull(trading.TagOf(x.Comment)),
+				decp(x.Profit), decp(x.Commission), decp(x.Swap), &x.Comment, nullText(trading.TagOf(x.Comment)),
 				i64(x.Time), i64(int64(x.Seq))}
 		}),
 	(*events.OrderChanged)(nil).EventType(): newFactTable("rm.orders", "order_id", true,
@@ -72,7 +72,7 @@ var factTables = map[string]*factTable{
 			x := e.(*events.OrderChanged)
 			return []*string{i64(x.OrderID), i64(x.Login), &x.Symbol, i64(int64(x.Type)), i64(int64(x.State)),
 				decp(x.VolumeInitial), decp(x.VolumeCurrent), decp(x.Price), decp(x.StopLimitPrice), decp(x.SL),
-				decp(x.TP), i64(int64(x.TypeTime)), i64(x.Expiration), &x.Comment, textOrNull(trading.TagOf(x.Comment)),
+				decp(x.TP), i64(int64(x.TypeTime)), i64(x.Expiration), &x.Comment, nullText(trading.TagOf(x.Comment)),
 				i64OrNull(x.PositionID), i64(x.TimeSetup), i64OrNull(x.TimeDone), i64(x.Time),
 				boolp(x.Change != events.ChangeDelete), i64(int64(x.Seq))}
 		}),
@@ -85,7 +85,7 @@ var factTables = map[string]*factTable{
 			x := e.(*events.PositionChanged)
 			return []*string{i64(x.PositionID), i64(x.Login), &x.Symbol, i64(int64(x.Direction)), decp(x.Volume),
 				decp(x.PriceOpen), decp(x.SL), decp(x.TP), decp(x.Profit), decp(x.Swap), &x.Comment,
-				textOrNull(trading.TagOf(x.Comment)), i64(x.TimeOpen), i64(x.Time),
+				nullText(trading.TagOf(x.Comment)), i64(x.TimeOpen), i64(x.Time),
 				boolp(x.Change != events.ChangeClose), i64(int64(x.Seq))}
 		}),
 	(*events.AccountChanged)(nil).EventType(): newFactTable("rm.account_balances", "login", true,
@@ -113,18 +113,15 @@ type factColumn struct{ name, typ string }
 // same key in the array (a statement per fact, in order, would have moved the row for those).
 // Only the newest fact of a key is written (the first, for insert-once tables).
 func newFactTable(table, key string, forward bool, cols []factColumn, row func(events.Event) []*string) *factTable {
-	var params, names, typed, set []string
+	var params, raw, names, typed, set []string
 	for i, c := range cols {
 		params = append(params, fmt.Sprintf("$%d::text[]", i+1))
+		raw = append(raw, fmt.Sprintf("c%d", i+1))
 		names = append(names, c.name)
 		typed = append(typed, fmt.Sprintf("c%d::%s AS %s", i+1, c.typ, c.name))
 		if c.name != key {
 			set = append(set, c.name+" = EXCLUDED."+c.name)
 		}
-	}
-	raw := make([]string, len(cols))
-	for i := range cols {
-		raw[i] = fmt.Sprintf("c%d", i+1)
 	}
 	list := strings.Join(names, ", ")
 	sql := `WITH input AS (SELECT ` + strings.Join(typed, ", ") + `, ord FROM unnest(` + strings.Join(params, ", ") +
@@ -193,13 +190,6 @@ func i64OrNull(n int64) *string {
 	return i64(n)
 }
 
-func textOrNull(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 func decp(d apd.Decimal) *string {
 	s := dec.String(d)
 	return &s
@@ -253,11 +243,12 @@ func outcomeStatement(x *events.ExecutionOutcome) (string, []any) {
 			nullDec(x.Price), nullDec(x.Volume), x.DecidedAt}
 }
 
-func nullText(s string) any {
+// nullText is s, NULL when empty.
+func nullText(s string) *string {
 	if s == "" {
 		return nil
 	}
-	return s
+	return &s
 }
 
 func nullInt64(n int64) any {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+	"tradesvc/infra/group"
 
 	json "github.com/goccy/go-json"
 
@@ -35,23 +36,25 @@ type executions struct {
 	pool     *pgxpool.Pool
 	analyzer *postgres.Analyzer
 
-	mu      sync.Mutex
-	queue   []decision // outcomes waiting to be stored (decidedLater)
-	storing bool
+	storing *group.Drain[decision] // outcomes stored in the background (decidedLater)
+
+	mu sync.Mutex
 	// unstored counts, by attempt, the outcomes appended and not stored yet: a copy of the
 	// command arriving meanwhile finds its row without outcome, yet it is decided.
 	unstored map[opKey]int
 	// claimedAt remembers the attempts a failed claim may have recorded as sent, with the
 	// time it wrote (ownClaims).
 	claimedAt map[opKey]time.Time
-	stored    sync.WaitGroup // the background writer, while it runs (drain)
 }
 
-func newExecutions(pool *pgxpool.Pool) (*executions, error) {
+// newExecutions builds the store; log receives the outcomes it could not store.
+func newExecutions(pool *pgxpool.Pool, log *slog.Logger) (*executions, error) {
 	if pool == nil {
 		return nil, errors.New("executor: the executions store needs a pool")
 	}
-	return &executions{pool: pool, analyzer: postgres.NewAnalyzer(pool, nil, "cmd.executions")}, nil
+	s := &executions{pool: pool, analyzer: postgres.NewAnalyzer(pool, nil, "cmd.executions")}
+	s.storing = group.NewDrain(func(batch []decision) { s.storeDecided(batch, log) })
+	return s, nil
 }
 
 // sent records that o is about to be sent. It reports false when a row was already there:
@@ -281,54 +284,38 @@ type decision struct {
 
 // drain waits until the outcomes handed to decidedLater are stored or given up (each batch
 // within flushTimeout): a stopping executor leaves no writer behind.
-func (s *executions) drain() { s.stored.Wait() }
+func (s *executions) drain() { s.storing.Wait() }
 
 // decidedLater stores outcomes in the background, one writer at a time, retrying until they
 // are stored (or the process ends: a redelivered command then finds its row without outcome
 // and is reconciled, which reports the same outcome again).
-func (s *executions) decidedLater(ds []decision, log *slog.Logger) {
+func (s *executions) decidedLater(ds []decision) {
 	s.mu.Lock()
-	s.queue = append(s.queue, ds...)
 	if s.unstored == nil {
 		s.unstored = map[opKey]int{}
 	}
 	for _, d := range ds {
 		s.unstored[d.op.key()]++
 	}
-	if s.storing {
-		s.mu.Unlock()
-		return
-	}
-	s.storing = true
-	s.stored.Add(1)
 	s.mu.Unlock()
-	go func() {
-		defer s.stored.Done()
-		for {
-			s.mu.Lock()
-			batch := s.queue
-			s.queue = nil
-			if len(batch) == 0 {
-				s.storing = false
-				s.mu.Unlock()
-				return
-			}
-			s.mu.Unlock()
-			ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
-			err := retry(ctx, func() error { return s.decided(ctx, batch) })
-			cancel()
-			if err != nil {
-				log.Warn("outcomes not stored in cmd.executions; a redelivery will reconcile them", "outcomes", len(batch), "err", err)
-			}
-			s.mu.Lock()
-			for _, d := range batch {
-				if s.unstored[d.op.key()]--; s.unstored[d.op.key()] <= 0 {
-					delete(s.unstored, d.op.key())
-				}
-			}
-			s.mu.Unlock()
+	s.storing.Add(ds...)
+}
+
+// storeDecided is one background store of decidedLater.
+func (s *executions) storeDecided(batch []decision, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	err := retry(ctx, func() error { return s.decided(ctx, batch) })
+	cancel()
+	if err != nil {
+		log.Warn("outcomes not stored in cmd.executions; a redelivery will reconcile them", "outcomes", len(batch), "err", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range batch {
+		if s.unstored[d.op.key()]--; s.unstored[d.op.key()] <= 0 {
+			delete(s.unstored, d.op.key())
 		}
-	}()
+	}
 }
 
 // deciding reports whether this executor appended an outcome of k that is not stored yet.

@@ -17,7 +17,7 @@ import (
 // second time" for hundreds of them).
 func TestExecutionsStoreTwoDecisionsOfOneAttempt(t *testing.T) {
 	ctx := context.Background()
-	s, err := newExecutions(testenv.MigratedPG(t))
+	s, err := newExecutions(testenv.MigratedPG(t), testenv.Logger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestExecutionsStoreTwoDecisionsOfOneAttempt(t *testing.T) {
 func TestExecutionsClaimAfterAFailedClaimThatCommitted(t *testing.T) {
 	ctx := context.Background()
 	pool := testenv.MigratedPG(t)
-	s, err := newExecutions(pool)
+	s, err := newExecutions(pool, testenv.Logger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -126,7 +126,7 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 		return nil, err
 	}
 	cfg.defaults()
-	store, err := newExecutions(cfg.Pool)
+	store, err := newExecutions(cfg.Pool, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}

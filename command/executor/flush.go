@@ -101,7 +101,7 @@ func (f *flusher) flush(ctx context.Context, items []flushItem) {
 		// The outcomes are in the log: the operations are decided. Storing them in
 		// cmd.executions only lets a redelivered command be skipped sooner; until then the
 		// store knows them as being stored (before any handler hears of the append).
-		f.store.decidedLater(ds, f.log)
+		f.store.decidedLater(ds)
 	}
 	for _, it := range items {
 		it.done <- err
