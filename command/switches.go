@@ -18,6 +18,12 @@ import (
 // -5015 (the spec's "about 30 seconds").
 const ExecutorTimeout = 30 * time.Second
 
+// LinkTimeout is how old an executor's heartbeat may be for its trade-server link to count.
+// Executors record their link every second; a killed executor's last "up" would otherwise
+// mask a live executor's "down" for the whole ExecutorTimeout (seen in the split run: a
+// trade-server disconnect soon after an executor restart was answered ACCEPTED, not -5015).
+const LinkTimeout = 5 * time.Second
+
 // Switches reads and writes the operator switches and the execution path's state in
 // cmd.switches and cmd.executor_heartbeats: whether an executor runs, and whether it reaches
 // the trade server (each heartbeat carries the executor's link to it, and a change of the
@@ -103,11 +109,11 @@ func (s *Switches) read(ctx context.Context) (trading, alive, linked bool, err e
 	var value string
 	// Liveness is judged on the database clock, the one heartbeats are stamped with, so a
 	// gateway whose own clock drifts still agrees with every other gateway. The link is up
-	// when a live executor reaches the trade server.
+	// when an executor that recorded its link within LinkTimeout reaches the trade server.
 	err = s.pool.QueryRow(ctx, `SELECT (SELECT value FROM cmd.switches WHERE name = 'trading'),
 		coalesce((SELECT max(seen_at) > now() - make_interval(secs => $1) FROM cmd.executor_heartbeats), false),
-		coalesce((SELECT bool_or(link_up) FROM cmd.executor_heartbeats WHERE seen_at > now() - make_interval(secs => $1)), false)`,
-		ExecutorTimeout.Seconds()).Scan(&value, &alive, &linked)
+		coalesce((SELECT bool_or(link_up) FROM cmd.executor_heartbeats WHERE seen_at > now() - make_interval(secs => $2)), false)`,
+		ExecutorTimeout.Seconds(), LinkTimeout.Seconds()).Scan(&value, &alive, &linked)
 	if err != nil {
 		return false, false, false, fmt.Errorf("read switches: %w", err)
 	}
@@ -148,8 +154,8 @@ func (s *Switches) ExecutorAlive(ctx context.Context) bool {
 	return s.fresh(ctx, func() bool { return s.alive })
 }
 
-// TradeServerLinked is false when no executor whose heartbeat is fresh reaches the trade
-// server.
+// TradeServerLinked is false when no executor whose heartbeat is newer than LinkTimeout
+// reaches the trade server.
 func (s *Switches) TradeServerLinked(ctx context.Context) bool {
 	return s.fresh(ctx, func() bool { return s.linked })
 }

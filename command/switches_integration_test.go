@@ -133,7 +133,7 @@ func TestSwitchesExecutorAliveFollowsHeartbeats(t *testing.T) {
 // Issue 17 item 3: the execution path follows the trade-server link the executors record
 // with their heartbeats, not only their liveness. An executor that runs but cannot reach the
 // trade server leaves the path down (-5015); one live executor that reaches it is enough;
-// a linked executor whose heartbeat aged out no longer counts.
+// a linked executor whose heartbeat is older than LinkTimeout no longer counts.
 func TestSwitchesExecutionPathFollowsTheTradeServerLink(t *testing.T) {
 	ctx, pool := swPool(t)
 	clk := testenv.NewClock(time.Now())
@@ -160,12 +160,32 @@ func TestSwitchesExecutionPathFollowsTheTradeServerLink(t *testing.T) {
 	if !s.ExecutionPathUp(ctx) {
 		t.Error("path down while one live executor reaches the trade server")
 	}
-	// The linked executor dies: its heartbeat ages out, the unlinked one stays.
-	if _, err := pool.Exec(ctx, `UPDATE cmd.executor_heartbeats SET seen_at = now() - $1::interval WHERE instance_id = 'executor-a'`,
-		(command.ExecutorTimeout + 2*time.Second).String()); err != nil {
-		t.Fatal(err)
+	// The linked executor is killed: its last heartbeat stops being renewed. Once it is
+	// older than LinkTimeout its "up" no longer counts, although it is well inside
+	// ExecutorTimeout (the split run's disconnect soon after an executor restart was answered
+	// ACCEPTED, not -5015, while the dead instance's last "up" counted).
+	age := func(d time.Duration) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `UPDATE cmd.executor_heartbeats SET seen_at = now() - $1::interval WHERE instance_id = 'executor-a'`,
+			d.String()); err != nil {
+			t.Fatal(err)
+		}
+		clk.Add(1100 * time.Millisecond)
 	}
-	clk.Add(1100 * time.Millisecond)
+	age(command.LinkTimeout - 2*time.Second)
+	if !s.ExecutionPathUp(ctx) {
+		t.Error("path down while the linked executor's heartbeat is newer than LinkTimeout")
+	}
+	age(command.LinkTimeout + time.Second)
+	if command.LinkTimeout+time.Second >= command.ExecutorTimeout {
+		t.Fatalf("LinkTimeout %s not well inside ExecutorTimeout %s", command.LinkTimeout, command.ExecutorTimeout)
+	}
+	if s.ExecutionPathUp(ctx) || s.TradeServerLinked(ctx) || !s.ExecutorAlive(ctx) {
+		t.Errorf("path up %v, linked %v, alive %v with the linked executor's last heartbeat %s old; want false false true",
+			s.ExecutionPathUp(ctx), s.TradeServerLinked(ctx), s.ExecutorAlive(ctx), command.LinkTimeout+time.Second)
+	}
+	// Its heartbeat ages out altogether: the unlinked one stays alive.
+	age(command.ExecutorTimeout + 2*time.Second)
 	if s.ExecutionPathUp(ctx) || !s.ExecutorAlive(ctx) {
 		t.Errorf("path up %v, alive %v with only an unlinked executor alive; want false true", s.ExecutionPathUp(ctx), s.ExecutorAlive(ctx))
 	}

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -12,10 +11,6 @@ import (
 	"tradesvc/infra/kafka/batch"
 	"tradesvc/projections"
 )
-
-// heartbeatEvery is how often a running executor tells the gateways it is alive; well
-// inside command.ExecutorTimeout.
-const heartbeatEvery = 5 * time.Second
 
 // runExecutor sends the queued commands to the trade server and reports liveness; if the
 // executor cannot run, the role stops. The trade server's feeds are the relay role's

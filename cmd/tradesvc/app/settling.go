@@ -24,21 +24,21 @@ func (a *App) dispatchSweeper() (*executor.Sweeper, error) {
 		DispatchWindow: a.cfg.DispatchWindow, Logger: a.log.With("role", "gateway", "component", "dispatch sweeper")})
 }
 
-// Link probing: how often a running executor asks the trade server whether it answers, and
-// how long it waits for the answer. A change of the link is recorded at once, so the
+// Link probing: how often a running executor asks the trade server whether it answers and
+// records the answer with its heartbeat, and how long it waits for the answer. So the
 // gateways answer -5015 within about two seconds of the link going down (their switches are
-// read once a second), and accept orders again as soon after it comes back.
+// read once a second), and accept orders again as soon after it comes back. A probe and its
+// record take at most linkProbeTimeout and a write, well inside command.LinkTimeout.
 const (
 	linkEvery        = time.Second
 	linkProbeTimeout = 2 * time.Second
 )
 
-// executorBeat records the executor's heartbeat with its trade-server link until ctx ends:
-// every heartbeatEvery, and at once when the link changes.
+// executorBeat records the executor's heartbeat with its trade-server link until ctx ends,
+// after every probe.
 func (a *App) executorBeat(ctx context.Context, instance string, log *slog.Logger) error {
 	t := time.NewTicker(linkEvery)
 	defer t.Stop()
-	var lastBeat time.Time
 	recorded, wasLinked := false, false
 	for {
 		linked, cause := a.probeLink(ctx)
@@ -52,19 +52,17 @@ func (a *App) executorBeat(ctx context.Context, instance string, log *slog.Logge
 				log.Warn("trade server unreachable; TRADE endpoints answer -5015 until it is back", "err", cause)
 			}
 		}
-		if !recorded || linked != wasLinked || a.now().Sub(lastBeat) >= heartbeatEvery {
-			err := a.switches.Heartbeat(ctx, instance, linked)
-			if ctx.Err() != nil {
-				return nil
-			}
-			a.exec.heartbeat(a.now(), err)
-			if err != nil {
-				// The gateways answer -5015 once no heartbeat lands for ExecutorTimeout;
-				// readiness says so sooner (executorReport).
-				log.Error("executor heartbeat not recorded", "err", err)
-			} else {
-				lastBeat, recorded, wasLinked = a.now(), true, linked
-			}
+		err := a.switches.Heartbeat(ctx, instance, linked)
+		if ctx.Err() != nil {
+			return nil
+		}
+		a.exec.heartbeat(a.now(), err)
+		if err != nil {
+			// The gateways answer -5015 once no heartbeat lands for ExecutorTimeout;
+			// readiness says so sooner (executorReport).
+			log.Error("executor heartbeat not recorded", "err", err)
+		} else {
+			recorded, wasLinked = true, linked
 		}
 		select {
 		case <-ctx.Done():
