@@ -67,10 +67,11 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 	g.SetLimit(x.cfg.Concurrency)
 	for i, login := range logins {
 		g.Go(func() error {
-			for _, o := range byLogin[login] {
+			for j, o := range byLogin[login] {
 				// After a failure no new operation starts: the batch comes again, and what
-				// was not started is then simply sent.
+				// was not started is then simply sent, its "sent" row this claim's own.
 				if failed.Load() {
+					x.store.notStarted(byLogin[login][j:], recorded, now)
 					return nil
 				}
 				var prior *execution
@@ -82,6 +83,7 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 				if err != nil {
 					failed.Store(true)
 					errOnce.Do(func() { firstErr = err })
+					x.store.notStarted(byLogin[login][j+1:], recorded, now)
 					return nil
 				}
 				if d.outcome == nil {

@@ -1,8 +1,11 @@
 package executor_test
 
 import (
+	"context"
+	"net/url"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +15,9 @@ import (
 	"tradesvc/infra/kafka"
 	"tradesvc/infra/mt5"
 	"tradesvc/infra/mt5/sim"
+	"tradesvc/infra/testenv"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Every kind of operation, sent to the trade server and answered in band, reaches the
@@ -473,4 +479,75 @@ func TestExecutorRestartedAfterAModificationSendsItAgainAndReportsItDone(t *test
 	e.start()
 	got = e.outcome(cancel)
 	checkOutcome(t, got, cancel, trading.StatusCanceled, 0, int(trading.RetOrderChanged))
+}
+
+// cutOnLookup is the trade server, except that looking up the orders of one tag first takes
+// the executor's Postgres away (cut): the moment between a batch's claim and its next write.
+type cutOnLookup struct {
+	mt5.TradeServer
+	tag  string
+	cut  func()
+	once sync.Once
+}
+
+func (c *cutOnLookup) OrdersByTag(ctx context.Context, login int64, tag string) ([]mt5.Order, error) {
+	if tag == c.tag {
+		c.once.Do(c.cut)
+	}
+	return c.TradeServer.OrdersByTag(ctx, login, tag)
+}
+
+// Regression (make test, Postgres killed -9 while orders flowed): a batch's claim recorded
+// its first attempts as sent; then an earlier operation of the same account failed on
+// Postgres, and the later ones were never started. The redelivered batch reconciled them as
+// if an executor had died after sending them: IN_DOUBT, then REJECTED "did not execute", an
+// acknowledged order the service never tried. They are sent now, once.
+func TestExecutorSendsWhatAFailedBatchNeverStarted(t *testing.T) {
+	e := exSetup(t)
+	u, err := url.Parse(e.pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testenv.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	pool, err := pgxpool.New(e.ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	const login = 1004
+	// A second attempt is looked up by its tag before its "sent" row is written (outside the
+	// claim); the first attempt after it in the same batch was recorded by the claim.
+	retried, fresh := e.op(login), e.op(login)
+	retried.Attempt = 2
+	cut := make(chan struct{})
+	e.cfg.Pool = pool
+	e.cfg.Port = &cutOnLookup{TradeServer: e.sim, tag: retried.Tag, cut: func() {
+		proxy.Cut()
+		close(cut)
+		time.AfterFunc(500*time.Millisecond, proxy.Restore)
+	}}
+	e.appendCmds(marketCmd(retried, "EURUSD", "BUY", "0.10"), marketCmd(fresh, "EURUSD", "BUY", "0.10"))
+	e.start()
+
+	select {
+	case <-cut:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the retried attempt was never looked up")
+	}
+	for _, op := range []events.Operation{retried, fresh} {
+		got := e.outcome(op)
+		checkOutcome(t, got, op, trading.StatusFilled, 0, 10009)
+		if got.SentAt == 0 || got.Reconciled {
+			t.Errorf("outcome of %s: sentAt %d, reconciled %v; want sent, not reconciled", op.OperationID, got.SentAt, got.Reconciled)
+		}
+		if ds := e.dealsByTag(login, op.Tag); len(ds) != 1 {
+			t.Errorf("%d deals under %s's tag, want 1", len(ds), op.OperationID)
+		}
+		for _, o := range outcomesOf(e.execs.Snapshot(), op) {
+			if o.Status != string(trading.StatusFilled) {
+				t.Errorf("%s had outcome %s %d (%q)", op.OperationID, o.Status, o.Code, o.Msg)
+			}
+		}
+	}
 }

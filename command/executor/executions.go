@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 	"tradesvc/infra/group"
@@ -12,6 +13,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/events"
@@ -42,10 +44,16 @@ type executions struct {
 	// unstored counts, by attempt, the outcomes appended and not stored yet: a copy of the
 	// command arriving meanwhile finds its row without outcome, yet it is decided.
 	unstored map[opKey]int
-	// claimedAt remembers the attempts a failed claim may have recorded as sent, with the
-	// time it wrote (ownClaims).
-	claimedAt map[opKey]time.Time
+	// claimedAt remembers the attempts a failed claim may have recorded as sent, and those a
+	// claim recorded in a batch that failed before starting them, with the time the claim
+	// wrote (ownClaims).
+	claimedAt map[opKey][]time.Time
 }
+
+// maxClaimTimes bounds the times remembered for one attempt (claimedAt). The first failure
+// is the one likely to have committed (Postgres dying as it answered); the retries while it
+// is down fail to connect and are not remembered at all.
+const maxClaimTimes = 16
 
 // newExecutions builds the store; log receives the outcomes it could not store.
 func newExecutions(pool *pgxpool.Pool, log *slog.Logger) (*executions, error) {
@@ -91,36 +99,63 @@ func (s *executions) get(ctx context.Context, k opKey) (e execution, ok bool, er
 func (s *executions) claim(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time) (map[opKey]execution, map[opKey]bool, error) {
 	known, recorded, eligible, err := s.claimRows(ctx, ops, sure, at)
 	if err != nil {
-		s.claimFailed(ops, eligible, at)
+		var refused *pgconn.ConnectError
+		if !errors.As(err, &refused) { // else no statement reached Postgres
+			s.claimFailed(ops, eligible, at)
+		}
 		return nil, nil, err
 	}
-	s.ownClaims(ops, known, recorded)
+	s.ownClaims(ops, known, recorded, at)
 	s.analyzer.Added(len(recorded))
 	return known, recorded, nil
 }
 
 // claimFailed remembers the attempts a claim that failed may have recorded all the same (its
 // statement committed, and the answer was lost: Postgres killed, the connection broken).
+// Every such claim's time is kept, not only the last: the retries of a batch fail too while
+// Postgres restarts, and the row carries the time of the one that committed.
 func (s *executions) claimFailed(ops []operation, eligible []bool, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.claimedAt == nil {
-		s.claimedAt = map[opKey]time.Time{}
-	}
 	for i := range ops {
 		if i < len(eligible) && eligible[i] {
-			s.claimedAt[ops[i].key()] = at
+			s.rememberClaim(ops[i].key(), at)
 		}
 	}
 }
 
-// ownClaims counts as recorded by this claim the rows a failed claim of this process wrote:
-// without outcome, and sent at the very time that claim wrote. Nothing was sent after a
-// failed claim (the batch ended there), so such an attempt is sent now, as it would have
-// been, instead of being reconciled as if an executor had died after sending it (IN_DOUBT,
-// then REJECTED "did not execute": an acknowledged order the service never tried). A row
-// another executor wrote carries that executor's own time.
-func (s *executions) ownClaims(ops []operation, known map[opKey]execution, recorded map[opKey]bool) {
+// notStarted remembers the operations of a failed batch that its claim recorded as sent and
+// that were never started (an earlier operation's failure stopped the batch: Postgres
+// unreachable, say), as claimFailed does: the redelivered batch sends them.
+func (s *executions) notStarted(ops []*operation, recorded map[opKey]bool, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, o := range ops {
+		if recorded[o.key()] {
+			s.rememberClaim(o.key(), at)
+		}
+	}
+}
+
+// rememberClaim adds at to k's claim times; the caller holds s.mu.
+func (s *executions) rememberClaim(k opKey, at time.Time) {
+	if s.claimedAt == nil {
+		s.claimedAt = map[opKey][]time.Time{}
+	}
+	if len(s.claimedAt[k]) < maxClaimTimes {
+		s.claimedAt[k] = append(s.claimedAt[k], at)
+	}
+}
+
+// ownClaims counts as recorded by this claim (at) the rows a failed claim of this process
+// wrote, or a claim whose batch failed before starting them: without outcome, and sent at
+// the very time that claim wrote. Nothing was sent for them, so such an attempt is sent now,
+// as it would have been, instead of being reconciled as if an executor had died after
+// sending it (IN_DOUBT, then REJECTED "did not execute": an acknowledged order the service
+// never tried). A row another executor wrote carries that executor's own time. Only within
+// abandonedAfter of that claim: later, the settler may be deciding the row as abandoned
+// (settle.go), and the row is reconciled instead.
+func (s *executions) ownClaims(ops []operation, known map[opKey]execution, recorded map[opKey]bool, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.claimedAt) == 0 {
@@ -128,12 +163,18 @@ func (s *executions) ownClaims(ops []operation, known map[opKey]execution, recor
 	}
 	for i := range ops {
 		k := ops[i].key()
-		at, ok := s.claimedAt[k]
+		times, ok := s.claimedAt[k]
 		if !ok {
 			continue
 		}
 		delete(s.claimedAt, k)
-		if e, found := known[k]; found && !e.decided && e.sentAt.Equal(at.Truncate(time.Microsecond)) {
+		e, found := known[k]
+		if !found || e.decided {
+			continue
+		}
+		if slices.ContainsFunc(times, func(wrote time.Time) bool {
+			return e.sentAt.Equal(wrote.Truncate(time.Microsecond)) && at.Sub(wrote) < abandonedAfter
+		}) {
 			delete(known, k)
 			recorded[k] = true
 		}

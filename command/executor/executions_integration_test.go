@@ -43,11 +43,12 @@ func TestExecutionsStoreTwoDecisionsOfOneAttempt(t *testing.T) {
 	}
 }
 
-// A claim fails, yet its statement committed (Postgres killed as it answered): the retried
-// claim counts the row that failed claim wrote as its own record, so the attempt is sent, not
-// reconciled as if an executor had died after sending it (the Postgres-kill fault test saw an
-// acknowledged order go IN_DOUBT and then REJECTED "did not execute" that way). A row another
-// executor wrote (its own time) stays known, and a later redelivery finds the row as usual.
+// A claim fails, yet its statement committed (Postgres killed as it answered), and its
+// retries fail as well: the claim that succeeds counts the row the first one wrote as its
+// own, so the attempt is sent, not reconciled as if an executor had died after sending it
+// (the Postgres-kill fault test saw an acknowledged order go IN_DOUBT and then REJECTED "did
+// not execute" that way). A row another executor wrote (its own time) stays known, and a
+// later redelivery finds the row as usual.
 func TestExecutionsClaimAfterAFailedClaimThatCommitted(t *testing.T) {
 	ctx := context.Background()
 	pool := testenv.MigratedPG(t)
@@ -63,7 +64,13 @@ func TestExecutionsClaimAfterAFailedClaimThatCommitted(t *testing.T) {
 	if _, _, err := s.claim(canceled, ops, all, failedAt); err == nil {
 		t.Fatal("a claim with a canceled context succeeded")
 	}
-	// What the failed claim's statement wrote after all, and a row of another executor.
+	// The batch's retries fail too while Postgres restarts; they wrote nothing, and must not
+	// make the executor forget the first failure's time (a make test run: the last failed
+	// retry's time replaced it, and the row was reconciled, then REJECTED "did not execute").
+	if _, _, err := s.claim(canceled, ops, all, failedAt.Add(300*time.Millisecond)); err == nil {
+		t.Fatal("a claim with a canceled context succeeded")
+	}
+	// What the first failed claim's statement wrote after all, and a row of another executor.
 	for _, r := range []struct {
 		id string
 		at time.Time
