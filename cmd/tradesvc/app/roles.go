@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -109,11 +110,17 @@ func (a *App) invalidateReference(scope projections.RefScope) {
 	}
 }
 
+// tickBackfillFor is how much of the tick topic a gateway's tail reads when it starts: the
+// kline streams resume from ClickHouse's bars, which lag the topic by the market projection's
+// paced inserts (3 s) and more under load; a backfill of a fixed count of ticks missed some
+// when that lag was longer (a closed 1m bar streamed with 238 of its 240 ticks).
+const tickBackfillFor = time.Minute
+
 // tailMarket feeds the in-memory market projection from the tick topic, reconnecting with
 // backoff whenever it loses it (readiness shows the tail's state and the quotes' age).
 func (a *App) tailMarket(ctx context.Context, market *projections.Market) error {
 	return batch.Tail(ctx, batch.TailConfig{Brokers: a.cfg.KafkaBrokers, Topic: a.kcfg.Topic(events.TopicTicks().Name),
-		Backfill: 200, Sarama: a.kcfg.ConsumerConfig(), Logger: a.log.With("role", "gateway", "component", "tick tail"),
+		Backfill: 200, BackfillFor: tickBackfillFor, Sarama: a.kcfg.ConsumerConfig(), Logger: a.log.With("role", "gateway", "component", "tick tail"),
 		OnState:       func(err error) { a.gw.tailState(err, a.now()) },
 		OnUndecodable: func(topic string, _ int32, _ int64, _ error) { a.metrics.TailUndecodable(topic) }},
 		market.Handle)

@@ -631,3 +631,70 @@ func TestDeferredBatchesAreMarkedInOrderAndRedeliveredWhenTheyFail(t *testing.T)
 		t.Fatalf("after a clean stop the next session handed over %v, want only the new offset 3", seen)
 	}
 }
+
+// BackfillFor starts each partition at its first message of that long ago when that is
+// earlier than Backfill messages before its newest (a reader resuming from a store that
+// lags the topic by more than Backfill messages), and changes nothing when no message is
+// that recent.
+func TestTailBackfillsByTime(t *testing.T) {
+	e := btSetup(t, 3)
+	var msgs []rawMsg
+	for s := 1; s <= 6; s++ {
+		for _, k := range []string{"A", "B", "C", "D", "E"} {
+			msgs = append(msgs, envelopeMsg(t, tick(k, s)))
+		}
+	}
+	e.publish(msgs...)
+	physical := e.kcfg.Topic(e.topic.Name)
+	tail := func(cfg batch.TailConfig, want int) []batch.Message {
+		t.Helper()
+		cfg.Brokers, cfg.Topic, cfg.Sarama = e.kcfg.Brokers, physical, e.kcfg.ConsumerConfig()
+		var mu sync.Mutex
+		var got []batch.Message
+		ctx, cancel := context.WithCancel(e.ctx)
+		done := make(chan error, 1)
+		go func() {
+			done <- batch.Tail(ctx, cfg, func(m batch.Message) {
+				mu.Lock()
+				got = append(got, m)
+				mu.Unlock()
+			})
+		}()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			mu.Lock()
+			n := len(got)
+			mu.Unlock()
+			if n >= want || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(300 * time.Millisecond) // nothing more arrives
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Tail: %v", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return got
+	}
+	// Every message is within the hour: all of them, although Backfill asks for one a partition.
+	all := tail(batch.TailConfig{Backfill: 1, BackfillFor: time.Hour}, len(msgs))
+	if len(all) != len(msgs) {
+		t.Errorf("BackfillFor 1h: %d messages, want all %d", len(all), len(msgs))
+	}
+	used := map[int32]bool{} // the partitions the keys went to
+	for _, m := range all {
+		used[m.Partition] = true
+	}
+	// No message is a nanosecond old: Backfill decides (the newest of each partition).
+	got := tail(batch.TailConfig{Backfill: 1, BackfillFor: time.Nanosecond}, len(used))
+	parts := map[int32]int{}
+	for _, m := range got {
+		parts[m.Partition]++
+	}
+	if len(got) != len(used) || len(parts) != len(used) {
+		t.Errorf("BackfillFor 1ns: %d messages over partitions %v, want the newest of each of %d", len(got), parts, len(used))
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+	"time"
+
 	"tradesvc/infra/wait"
 
 	"github.com/IBM/sarama"
@@ -20,7 +22,12 @@ type TailConfig struct {
 	// an in-memory projection starts warm (latest quotes) instead of empty. A reconnection
 	// backfills again; the handler must ignore what it has seen.
 	Backfill int64
-	Sarama   *sarama.Config
+	// BackfillFor, when set, starts each partition early enough to also hold the messages of
+	// that long before now (by their timestamps), when that is more than Backfill messages: a
+	// reader that resumes from a store lagging the topic (the kline seed from ClickHouse's
+	// bars) then gets every message the store lacks, whatever the rate.
+	BackfillFor time.Duration
+	Sarama      *sarama.Config
 	// Logger receives reconnections and undecodable messages (default slog.Default()).
 	Logger *slog.Logger
 	// OnState, when set, is told when the tail follows the topic (err nil) and when it lost
@@ -139,13 +146,26 @@ func tailOnce(ctx context.Context, cfg TailConfig, sc *sarama.Config, handle fun
 	return got.get(), err
 }
 
-// tailStart is the offset Backfill messages before the newest of partition p, or its oldest.
+// tailStart is the offset Backfill messages before the newest of partition p, or the first
+// of the last BackfillFor when that is earlier, or its oldest.
 func tailStart(client sarama.Client, cfg TailConfig, p int32) (int64, error) {
 	oldest, end, err := Bounds(client, cfg.Topic, p)
 	if err != nil {
 		return 0, fmt.Errorf("batch: tail: %w", err)
 	}
-	return max(end-cfg.Backfill, oldest), nil
+	start := max(end-cfg.Backfill, oldest)
+	if cfg.BackfillFor > 0 {
+		// The first offset whose timestamp is at or after the time; -1 (OffsetNewest) when
+		// no message is that recent.
+		at, err := client.GetOffset(cfg.Topic, p, time.Now().Add(-cfg.BackfillFor).UnixMilli())
+		if err != nil {
+			return 0, fmt.Errorf("batch: tail: offset of %s/%d %v ago: %w", cfg.Topic, p, cfg.BackfillFor, err)
+		}
+		if at >= 0 && at < start {
+			start = max(at, oldest)
+		}
+	}
+	return start, nil
 }
 
 // Bounds returns the offset range a partition holds now: its oldest message's offset and the
