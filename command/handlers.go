@@ -101,6 +101,5 @@ func (h Handlers) Refused(ctx context.Context, b Base, kind trading.Kind, cause 
 // Recorded reports whether the caller's key holds a record for clientOrderID: a request
 // carrying it is a retry, answered from its record (the gateway never sheds one).
 func (h Handlers) Recorded(ctx context.Context, apiKeyID int64, clientOrderID string) (bool, error) {
-	_, ok, err := h.core.records.Get(ctx, apiKeyID, clientOrderID)
-	return ok, err
+	return h.core.records.Exists(ctx, apiKeyID, clientOrderID)
 }

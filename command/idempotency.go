@@ -74,6 +74,7 @@ type Records struct {
 	retention time.Duration
 	analyzer  *postgres.Analyzer // keeps cmd.idempotency's statistics current while it is young
 	group     *group.Group[Record, bool]
+	lookups   *group.Group[recordKey, bool] // Exists
 }
 
 // Retention is how long a client order id stays bound to its operation.
@@ -86,6 +87,7 @@ func NewRecords(pool *pgxpool.Pool) (*Records, error) {
 	}
 	s := &Records{pool: pool, retention: Retention, analyzer: postgres.NewAnalyzer(pool, nil, "cmd.idempotency")}
 	s.group = group.New(s.insert, group.Options{Detached: true})
+	s.lookups = group.New(s.exist, group.Options{Detached: true})
 	return s, nil
 }
 
@@ -113,6 +115,50 @@ func (s *Records) Get(ctx context.Context, apiKeyID int64, clientOrderID string)
 		return Record{}, false, err
 	}
 	return recs[0], true, nil
+}
+
+// Exists reports whether (apiKeyID, clientOrderID) holds a live record. The gateway's
+// admission control asks it of every request it is about to shed (a retry is never shed),
+// so under overload it is asked thousands of times a second: concurrent callers' lookups go
+// in one statement, which reads no record.
+func (s *Records) Exists(ctx context.Context, apiKeyID int64, clientOrderID string) (bool, error) {
+	found, err := s.lookups.Do(ctx, []recordKey{{apiKeyID: apiKeyID, coid: clientOrderID}})
+	if err != nil {
+		return false, err
+	}
+	return found[0], nil
+}
+
+// lookupTimeout bounds one round of lookups (it serves several requests).
+const lookupTimeout = 5 * time.Second
+
+// exist is one round of Exists: found[i] tells whether keys[i] holds a live record.
+func (s *Records) exist(ctx context.Context, keys []recordKey) ([]bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	ids, coids := make([]int64, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		ids[i], coids[i] = k.apiKeyID, k.coid
+	}
+	rows, err := s.pool.Query(ctx, `SELECT k.i FROM unnest($1::bigint[], $2::text[]) WITH ORDINALITY AS k(api_key_id, client_order_id, i)
+		WHERE EXISTS (SELECT 1 FROM cmd.idempotency c WHERE c.api_key_id = k.api_key_id AND c.client_order_id = k.client_order_id
+			AND c.created_at > now() - make_interval(secs => $3))`, ids, coids, s.retention.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("look up idempotency records: %w", err)
+	}
+	defer rows.Close()
+	found := make([]bool, len(keys))
+	for rows.Next() {
+		var i int64
+		if err := rows.Scan(&i); err != nil {
+			return nil, fmt.Errorf("look up idempotency records: %w", err)
+		}
+		found[i-1] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("look up idempotency records: %w", err)
+	}
+	return found, nil
 }
 
 // GetMany returns the records of apiKeyID among clientOrderIDs, by client order id.

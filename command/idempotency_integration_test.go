@@ -95,3 +95,53 @@ func TestConcurrentInsertsUnderOneIDStoreExactlyOne(t *testing.T) {
 		}
 	}
 }
+
+// Exists answers for each caller whether its key holds a live record, when many ask at once
+// (their lookups share rounds): a recorded id, an id of another key, an unknown id and an
+// expired record each get their own answer.
+func TestRecordsExistsAnswersEachConcurrentCaller(t *testing.T) {
+	ctx := context.Background()
+	pool := testenv.MigratedPG(t)
+	rs, err := NewRecords(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []Record
+	for i := range 50 {
+		recs = append(recs, Record{APIKeyID: 7, ClientOrderID: fmt.Sprintf("live-%d", i), Kind: "PLACE_ORDER", Login: 1001,
+			OperationID: fmt.Sprintf("op-%d", i), Tag: fmt.Sprintf("#%06d", i), Attempt: 1})
+	}
+	old := Record{APIKeyID: 7, ClientOrderID: "old", Kind: "PLACE_ORDER", Login: 1001, OperationID: "op-old", Tag: "#old000", Attempt: 1}
+	if _, err := rs.Insert(ctx, append(recs, old)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE cmd.idempotency SET created_at = now() - interval '25 hours' WHERE client_order_id = 'old'`); err != nil {
+		t.Fatal(err)
+	}
+	type ask struct {
+		key  int64
+		coid string
+		want bool
+	}
+	var asks []ask
+	for i := range 50 {
+		asks = append(asks, ask{7, fmt.Sprintf("live-%d", i), true}, ask{8, fmt.Sprintf("live-%d", i), false},
+			ask{7, fmt.Sprintf("unknown-%d", i), false})
+	}
+	asks = append(asks, ask{7, "old", false})
+	var wg sync.WaitGroup
+	var wrong atomic.Int32
+	for _, a := range asks {
+		wg.Go(func() {
+			got, err := rs.Exists(ctx, a.key, a.coid)
+			if err != nil || got != a.want {
+				wrong.Add(1)
+				t.Errorf("Exists(%d, %s) = %v, %v; want %v", a.key, a.coid, got, err, a.want)
+			}
+		})
+	}
+	wg.Wait()
+	if n := wrong.Load(); n > 0 {
+		t.Fatalf("%d of %d answers wrong", n, len(asks))
+	}
+}
