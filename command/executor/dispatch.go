@@ -63,6 +63,17 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 	var failed atomic.Bool
 	var firstErr error
 	var errOnce sync.Once
+	var unstartedMu sync.Mutex
+	var unstarted []*operation // recorded by the claim, never started: nothing was sent
+	skip := func(ops []*operation) {
+		unstartedMu.Lock()
+		defer unstartedMu.Unlock()
+		for _, o := range ops {
+			if recorded[o.key()] {
+				unstarted = append(unstarted, o)
+			}
+		}
+	}
 	var g errgroup.Group
 	g.SetLimit(x.cfg.Concurrency)
 	for i, login := range logins {
@@ -71,7 +82,7 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 				// After a failure no new operation starts: the batch comes again, and what
 				// was not started is then simply sent, its "sent" row this claim's own.
 				if failed.Load() {
-					x.store.notStarted(byLogin[login][j:], recorded, now)
+					skip(byLogin[login][j:])
 					return nil
 				}
 				var prior *execution
@@ -83,7 +94,7 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 				if err != nil {
 					failed.Store(true)
 					errOnce.Do(func() { firstErr = err })
-					x.store.notStarted(byLogin[login][j+1:], recorded, now)
+					skip(byLogin[login][j+1:])
 					return nil
 				}
 				if d.outcome == nil {
@@ -95,6 +106,16 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 		})
 	}
 	_ = g.Wait() // the goroutines report through firstErr, so that none cancels the others' sends
+	if firstErr != nil && len(unstarted) > 0 {
+		if errors.Is(firstErr, errShutdown) {
+			// The next owner of the partition would take their rows for a send this
+			// executor died in (IN_DOUBT, then "did not execute"): remove them, so that it
+			// simply sends them.
+			x.store.release(unstarted, now)
+		} else {
+			x.store.notStarted(unstarted, now)
+		}
+	}
 	if firstErr == nil {
 		// Every operation is decided; their outcomes are on their way to the log. The
 		// partition's next batch need not wait for that: the consumer marks this one once

@@ -551,3 +551,55 @@ func TestExecutorSendsWhatAFailedBatchNeverStarted(t *testing.T) {
 		}
 	}
 }
+
+// Shut down in the middle of a batch: the operation being sent is left for the next owner to
+// reconcile (it may have reached the trade server), but the ones the batch never started lose
+// the "sent" rows its claim wrote, so that the next owner sends them instead of taking them
+// for a send an executor died in (IN_DOUBT, then "did not execute": an acknowledged order the
+// service never tried).
+func TestExecutorShutDownMidBatchLeavesNothingUnsentToReconcile(t *testing.T) {
+	e := exSetup(t)
+	const login = 1004
+	inFlight, waiting := e.op(login), e.op(login)
+	e.fault(sim.Fault{Mode: sim.FaultLatency, Latency: 5 * time.Second})
+	e.appendCmds(marketCmd(inFlight, "EURUSD", "BUY", "0.10"), marketCmd(waiting, "EURUSD", "BUY", "0.10"))
+	stop := e.start()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		a, _ := e.row(inFlight)
+		b, _ := e.row(waiting)
+		if a && b {
+			break // both claimed; the first is in the trade server's latency
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the batch was never claimed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	if ok, st := e.row(inFlight); !ok || st != "" {
+		t.Fatalf("the interrupted send's row: exists %v, status %q; want kept without outcome", ok, st)
+	}
+	if ok, _ := e.row(waiting); ok {
+		t.Fatal("the operation the batch never started kept its sent row")
+	}
+
+	e.fault(sim.Fault{Mode: sim.FaultNone})
+	e.start()
+	got := e.outcome(waiting)
+	checkOutcome(t, got, waiting, trading.StatusFilled, 0, 10009)
+	if got.Reconciled || got.SentAt == 0 {
+		t.Errorf("outcome of the unstarted operation: reconciled %v, sentAt %d; want sent by the next owner", got.Reconciled, got.SentAt)
+	}
+	if ds := e.dealsByTag(login, waiting.Tag); len(ds) != 1 {
+		t.Errorf("%d deals under the unstarted operation's tag, want 1", len(ds))
+	}
+	// The interrupted one never reached the trade server (the latency came first): the next
+	// owner reconciles it, finds nothing, and does not send it.
+	if got := e.outcome(inFlight); got.Status != string(trading.StatusInDoubt) {
+		t.Errorf("outcome of the interrupted send: %s %d (%q), want IN_DOUBT until settled", got.Status, got.Code, got.Msg)
+	}
+	if ds := e.dealsByTag(login, inFlight.Tag); len(ds) != 0 {
+		t.Errorf("%d deals under the interrupted send's tag: it was sent again", len(ds))
+	}
+}

@@ -37,6 +37,7 @@ type execution struct {
 type executions struct {
 	pool     *pgxpool.Pool
 	analyzer *postgres.Analyzer
+	log      *slog.Logger
 
 	storing *group.Drain[decision] // outcomes stored in the background (decidedLater)
 
@@ -60,7 +61,7 @@ func newExecutions(pool *pgxpool.Pool, log *slog.Logger) (*executions, error) {
 	if pool == nil {
 		return nil, errors.New("executor: the executions store needs a pool")
 	}
-	s := &executions{pool: pool, analyzer: postgres.NewAnalyzer(pool, nil, "cmd.executions")}
+	s := &executions{pool: pool, analyzer: postgres.NewAnalyzer(pool, nil, "cmd.executions"), log: log}
 	s.storing = group.NewDrain(func(batch []decision) { s.storeDecided(batch, log) })
 	return s, nil
 }
@@ -127,13 +128,29 @@ func (s *executions) claimFailed(ops []operation, eligible []bool, at time.Time)
 // notStarted remembers the operations of a failed batch that its claim recorded as sent and
 // that were never started (an earlier operation's failure stopped the batch: Postgres
 // unreachable, say), as claimFailed does: the redelivered batch sends them.
-func (s *executions) notStarted(ops []*operation, recorded map[opKey]bool, at time.Time) {
+func (s *executions) notStarted(ops []*operation, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, o := range ops {
-		if recorded[o.key()] {
-			s.rememberClaim(o.key(), at)
-		}
+		s.rememberClaim(o.key(), at)
+	}
+}
+
+// release deletes the "sent" rows that a claim at wrote for ops and that nothing has
+// touched since (no outcome): the executor is shutting down and never sent them. It runs on
+// its own short deadline (the executor's context has ended); when it fails, the rows stay
+// and the next owner reconciles them, as after a crash.
+func (s *executions) release(ops []*operation, at time.Time) {
+	ids, attempts := make([]string, len(ops)), make([]int32, len(ops))
+	for i, o := range ops {
+		ids[i], attempts[i] = o.op.OperationID, int32(o.op.Attempt)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	defer cancel()
+	_, err := s.pool.Exec(ctx, `DELETE FROM cmd.executions e USING unnest($1::text[], $2::int[]) AS k(id, attempt)
+		WHERE e.operation_id = k.id AND e.attempt = k.attempt AND e.outcome IS NULL AND e.sent_at = $3`, ids, attempts, at)
+	if err != nil {
+		s.log.Warn("unsent operations keep their sent rows; the next owner reconciles them", "operations", len(ops), "err", err)
 	}
 }
 
