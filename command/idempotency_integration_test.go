@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"tradesvc/infra/testenv"
 )
 
@@ -16,11 +18,7 @@ import (
 // records long expired.
 func TestIdempotencyRecordsExpireAfterTheRetention(t *testing.T) {
 	ctx := context.Background()
-	pool := testenv.MigratedPG(t)
-	rs, err := NewRecords(pool)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs, pool := testRecords(t)
 	rec := Record{APIKeyID: 7, ClientOrderID: "c-1", Kind: "PLACE_ORDER", Login: 1001, OperationID: "op-1", Tag: "#000001", Attempt: 1}
 	if got, err := rs.Insert(ctx, []Record{rec}); err != nil || !got[rec.key()] {
 		t.Fatalf("first insert %v %v", got, err)
@@ -58,11 +56,7 @@ func TestIdempotencyRecordsExpireAfterTheRetention(t *testing.T) {
 // and the others find that record; requests under other ids are not held back.
 func TestConcurrentInsertsUnderOneIDStoreExactlyOne(t *testing.T) {
 	ctx := context.Background()
-	pool := testenv.MigratedPG(t)
-	rs, err := NewRecords(pool)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs, _ := testRecords(t)
 	for round := range 5 {
 		coid := fmt.Sprintf("race-%d", round)
 		const racers = 12
@@ -101,11 +95,7 @@ func TestConcurrentInsertsUnderOneIDStoreExactlyOne(t *testing.T) {
 // expired record each get their own answer.
 func TestRecordsExistsAnswersEachConcurrentCaller(t *testing.T) {
 	ctx := context.Background()
-	pool := testenv.MigratedPG(t)
-	rs, err := NewRecords(pool)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs, pool := testRecords(t)
 	var recs []Record
 	for i := range 50 {
 		recs = append(recs, Record{APIKeyID: 7, ClientOrderID: fmt.Sprintf("live-%d", i), Kind: "PLACE_ORDER", Login: 1001,
@@ -144,4 +134,15 @@ func TestRecordsExistsAnswersEachConcurrentCaller(t *testing.T) {
 	if n := wrong.Load(); n > 0 {
 		t.Fatalf("%d of %d answers wrong", n, len(asks))
 	}
+}
+
+// testRecords is a record store on a fresh migrated database, and its pool.
+func testRecords(t *testing.T) (*Records, *pgxpool.Pool) {
+	t.Helper()
+	pool := testenv.MigratedPG(t)
+	rs, err := NewRecords(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs, pool
 }

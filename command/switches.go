@@ -26,10 +26,10 @@ const LinkTimeout = 5 * time.Second
 
 // Switches reads and writes the operator switches and the execution path's state in
 // cmd.switches and cmd.executor_heartbeats: whether an executor runs, and whether it reaches
-// the trade server (each heartbeat carries the executor's link to it, and a change of the
-// link is recorded at once). Reads are cached for a second: they run before every TRADE
-// request, and a switch flipped by an operator takes effect within that second on every
-// gateway. One query runs at a time, outside the lock, so a slow database never blocks the
+// the trade server (each heartbeat, written every second, carries the executor's link to it;
+// only those newer than LinkTimeout count for the link). Reads are cached for a second: they
+// run before every TRADE request, and a switch flipped by an operator takes effect within
+// that second on every gateway. One query runs at a time, outside the lock, so a slow database never blocks the
 // requests that can still be answered from the last reading.
 type Switches struct {
 	pool *pgxpool.Pool

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-	"tradesvc/infra/group"
 
 	json "github.com/goccy/go-json"
 
@@ -18,6 +17,7 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/events/trading"
+	"tradesvc/infra/group"
 	"tradesvc/infra/postgres"
 )
 
@@ -62,7 +62,7 @@ func newExecutions(pool *pgxpool.Pool, log *slog.Logger) (*executions, error) {
 		return nil, errors.New("executor: the executions store needs a pool")
 	}
 	s := &executions{pool: pool, analyzer: postgres.NewAnalyzer(pool, nil, "cmd.executions"), log: log}
-	s.storing = group.NewDrain(func(batch []decision) { s.storeDecided(batch, log) })
+	s.storing = group.NewDrain(s.storeDecided)
 	return s, nil
 }
 
@@ -360,12 +360,12 @@ func (s *executions) decidedLater(ds []decision) {
 }
 
 // storeDecided is one background store of decidedLater.
-func (s *executions) storeDecided(batch []decision, log *slog.Logger) {
+func (s *executions) storeDecided(batch []decision) {
 	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	err := retry(ctx, func() error { return s.decided(ctx, batch) })
 	cancel()
 	if err != nil {
-		log.Warn("outcomes not stored in cmd.executions; a redelivery will reconcile them", "outcomes", len(batch), "err", err)
+		s.log.Warn("outcomes not stored in cmd.executions; a redelivery will reconcile them", "outcomes", len(batch), "err", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
