@@ -18,12 +18,12 @@ func TradingCoverage() trading.Coverage {
 			"ServerSpecified_v1", "AccountSnapshot_v1"}}
 	for t := range factTables {
 		c.Events = append(c.Events, t)
-	}
-	for t := range statements {
-		c.Events = append(c.Events, t)
 		if k, ok := trading.KindOf(t); ok {
 			c.Kinds = append(c.Kinds, k)
 		}
+	}
+	for t := range statements {
+		c.Events = append(c.Events, t)
 	}
 	return c
 }

@@ -1,7 +1,9 @@
 package projections
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -17,20 +19,14 @@ import (
 // forward (seq for trade-server facts, attempt for commands and outcomes), so a redelivered
 // or replayed event changes nothing and reports no row affected.
 
-// statements are the statements of the commands and outcomes the projection applies, one per
-// event, by event type; with factTables, what it handles (TradingCoverage). Every command
-// event has one (its operation row).
-var statements = func() map[string]func(events.Event) (string, []any) {
-	m := map[string]func(events.Event) (string, []any){
-		(*events.ExecutionOutcome)(nil).EventType(): func(e events.Event) (string, []any) {
-			return outcomeStatement(e.(*events.ExecutionOutcome))
-		},
-	}
-	for _, k := range trading.Kinds() {
-		m[k.Command()] = requestStatement
-	}
-	return m
-}()
+// statements are the statements of the outcomes the projection applies, one per event, by
+// event type; with factTables (the trade-server facts and the commands, set-wise), what it
+// handles (TradingCoverage).
+var statements = map[string]func(events.Event) (string, []any){
+	(*events.ExecutionOutcome)(nil).EventType(): func(e events.Event) (string, []any) {
+		return outcomeStatement(e.(*events.ExecutionOutcome))
+	},
+}
 
 // factStatement is the statement that applies e; ok is false for events the projection does
 // not apply.
@@ -47,55 +43,86 @@ func factStatement(e events.Event) (string, []any, bool) {
 // for all of them, whatever their number (a statement per fact made the projection's database
 // connection the bottleneck of the order path under load). Each row moves only forward, as a
 // statement per fact in their order would have moved it, and the statement returns which
-// facts did (those change the read model and get change rows).
-var factTables = map[string]*factTable{
-	(*events.DealAdded)(nil).EventType(): newFactTable("rm.deals", "deal_id", false,
-		[]factColumn{{"deal_id", "bigint"}, {"login", "bigint"}, {"order_id", "bigint"}, {"position_id", "bigint"},
-			{"symbol", "text"}, {"action", "integer"}, {"entry", "integer"}, {"reason", "integer"}, {"volume", "numeric"},
-			{"price", "numeric"}, {"profit", "numeric"}, {"commission", "numeric"}, {"swap", "numeric"},
-			{"comment", "text"}, {"tag", "text"}, {"time", "bigint"}, {"seq", "bigint"}},
-		func(e events.Event) []*string {
-			x := e.(*events.DealAdded)
-			return []*string{i64(x.DealID), i64(x.Login), i64(x.OrderID), i64(x.PositionID), &x.Symbol,
-				i64(int64(x.Action)), i64(int64(x.Entry)), i64(int64(x.Reason)), decp(x.Volume), decp(x.Price),
-				decp(x.Profit), decp(x.Commission), decp(x.Swap), &x.Comment, nullText(trading.TagOf(x.Comment)),
-				i64(x.Time), i64(int64(x.Seq))}
-		}),
-	(*events.OrderChanged)(nil).EventType(): newFactTable("rm.orders", "order_id", true,
-		[]factColumn{{"order_id", "bigint"}, {"login", "bigint"}, {"symbol", "text"}, {"type", "integer"},
-			{"state", "integer"}, {"volume_initial", "numeric"}, {"volume_current", "numeric"}, {"price", "numeric"},
-			{"stop_limit_price", "numeric"}, {"sl", "numeric"}, {"tp", "numeric"}, {"type_time", "integer"},
-			{"expiration", "bigint"}, {"comment", "text"}, {"tag", "text"}, {"position_id", "bigint"},
-			{"time_setup", "bigint"}, {"time_done", "bigint"}, {"update_time", "bigint"}, {"open", "boolean"},
-			{"seq", "bigint"}},
-		func(e events.Event) []*string {
-			x := e.(*events.OrderChanged)
-			return []*string{i64(x.OrderID), i64(x.Login), &x.Symbol, i64(int64(x.Type)), i64(int64(x.State)),
-				decp(x.VolumeInitial), decp(x.VolumeCurrent), decp(x.Price), decp(x.StopLimitPrice), decp(x.SL),
-				decp(x.TP), i64(int64(x.TypeTime)), i64(x.Expiration), &x.Comment, nullText(trading.TagOf(x.Comment)),
-				i64OrNull(x.PositionID), i64(x.TimeSetup), i64OrNull(x.TimeDone), i64(x.Time),
-				boolp(x.Change != events.ChangeDelete), i64(int64(x.Seq))}
-		}),
-	(*events.PositionChanged)(nil).EventType(): newFactTable("rm.positions", "position_id", true,
-		[]factColumn{{"position_id", "bigint"}, {"login", "bigint"}, {"symbol", "text"}, {"direction", "integer"},
-			{"volume", "numeric"}, {"price_open", "numeric"}, {"sl", "numeric"}, {"tp", "numeric"},
-			{"profit", "numeric"}, {"swap", "numeric"}, {"comment", "text"}, {"tag", "text"}, {"time_open", "bigint"},
-			{"update_time", "bigint"}, {"open", "boolean"}, {"seq", "bigint"}},
-		func(e events.Event) []*string {
-			x := e.(*events.PositionChanged)
-			return []*string{i64(x.PositionID), i64(x.Login), &x.Symbol, i64(int64(x.Direction)), decp(x.Volume),
-				decp(x.PriceOpen), decp(x.SL), decp(x.TP), decp(x.Profit), decp(x.Swap), &x.Comment,
-				nullText(trading.TagOf(x.Comment)), i64(x.TimeOpen), i64(x.Time),
-				boolp(x.Change != events.ChangeClose), i64(int64(x.Seq))}
-		}),
-	(*events.AccountChanged)(nil).EventType(): newFactTable("rm.account_balances", "login", true,
-		[]factColumn{{"login", "bigint"}, {"balance", "numeric"}, {"credit", "numeric"}, {"update_time", "bigint"},
-			{"seq", "bigint"}},
-		func(e events.Event) []*string {
-			x := e.(*events.AccountChanged)
-			return []*string{i64(x.Login), decp(x.Balance), decp(x.Credit), i64(x.Time), i64(int64(x.Seq))}
-		}),
-}
+// facts did (those change the read model and get change rows). Every command event has one
+// too (commandTable: the operation row it starts).
+var factTables = func() map[string]*factTable {
+	m := map[string]*factTable{
+		(*events.DealAdded)(nil).EventType(): newFactTable("rm.deals", "deal_id", false,
+			[]factColumn{{"deal_id", "bigint"}, {"login", "bigint"}, {"order_id", "bigint"}, {"position_id", "bigint"},
+				{"symbol", "text"}, {"action", "integer"}, {"entry", "integer"}, {"reason", "integer"}, {"volume", "numeric"},
+				{"price", "numeric"}, {"profit", "numeric"}, {"commission", "numeric"}, {"swap", "numeric"},
+				{"comment", "text"}, {"tag", "text"}, {"time", "bigint"}, {"seq", "bigint"}},
+			func(e events.Event) []*string {
+				x := e.(*events.DealAdded)
+				return []*string{i64(x.DealID), i64(x.Login), i64(x.OrderID), i64(x.PositionID), &x.Symbol,
+					i64(int64(x.Action)), i64(int64(x.Entry)), i64(int64(x.Reason)), decp(x.Volume), decp(x.Price),
+					decp(x.Profit), decp(x.Commission), decp(x.Swap), &x.Comment, nullText(trading.TagOf(x.Comment)),
+					i64(x.Time), i64(int64(x.Seq))}
+			}),
+		(*events.OrderChanged)(nil).EventType(): newFactTable("rm.orders", "order_id", true,
+			[]factColumn{{"order_id", "bigint"}, {"login", "bigint"}, {"symbol", "text"}, {"type", "integer"},
+				{"state", "integer"}, {"volume_initial", "numeric"}, {"volume_current", "numeric"}, {"price", "numeric"},
+				{"stop_limit_price", "numeric"}, {"sl", "numeric"}, {"tp", "numeric"}, {"type_time", "integer"},
+				{"expiration", "bigint"}, {"comment", "text"}, {"tag", "text"}, {"position_id", "bigint"},
+				{"time_setup", "bigint"}, {"time_done", "bigint"}, {"update_time", "bigint"}, {"open", "boolean"},
+				{"seq", "bigint"}},
+			func(e events.Event) []*string {
+				x := e.(*events.OrderChanged)
+				return []*string{i64(x.OrderID), i64(x.Login), &x.Symbol, i64(int64(x.Type)), i64(int64(x.State)),
+					decp(x.VolumeInitial), decp(x.VolumeCurrent), decp(x.Price), decp(x.StopLimitPrice), decp(x.SL),
+					decp(x.TP), i64(int64(x.TypeTime)), i64(x.Expiration), &x.Comment, nullText(trading.TagOf(x.Comment)),
+					i64OrNull(x.PositionID), i64(x.TimeSetup), i64OrNull(x.TimeDone), i64(x.Time),
+					boolp(x.Change != events.ChangeDelete), i64(int64(x.Seq))}
+			}),
+		(*events.PositionChanged)(nil).EventType(): newFactTable("rm.positions", "position_id", true,
+			[]factColumn{{"position_id", "bigint"}, {"login", "bigint"}, {"symbol", "text"}, {"direction", "integer"},
+				{"volume", "numeric"}, {"price_open", "numeric"}, {"sl", "numeric"}, {"tp", "numeric"},
+				{"profit", "numeric"}, {"swap", "numeric"}, {"comment", "text"}, {"tag", "text"}, {"time_open", "bigint"},
+				{"update_time", "bigint"}, {"open", "boolean"}, {"seq", "bigint"}},
+			func(e events.Event) []*string {
+				x := e.(*events.PositionChanged)
+				return []*string{i64(x.PositionID), i64(x.Login), &x.Symbol, i64(int64(x.Direction)), decp(x.Volume),
+					decp(x.PriceOpen), decp(x.SL), decp(x.TP), decp(x.Profit), decp(x.Swap), &x.Comment,
+					nullText(trading.TagOf(x.Comment)), i64(x.TimeOpen), i64(x.Time),
+					boolp(x.Change != events.ChangeClose), i64(int64(x.Seq))}
+			}),
+		(*events.AccountChanged)(nil).EventType(): newFactTable("rm.account_balances", "login", true,
+			[]factColumn{{"login", "bigint"}, {"balance", "numeric"}, {"credit", "numeric"}, {"update_time", "bigint"},
+				{"seq", "bigint"}},
+			func(e events.Event) []*string {
+				x := e.(*events.AccountChanged)
+				return []*string{i64(x.Login), decp(x.Balance), decp(x.Credit), i64(x.Time), i64(int64(x.Seq))}
+			}),
+	}
+	for _, k := range trading.Kinds() {
+		m[k.Command()] = commandTable
+	}
+	return m
+}()
+
+// commandTable inserts the operations that command events start, or completes the rows that
+// outcomes created first (kind still NULL); a command of a newer attempt raises the attempt
+// (which resets the older attempt's outcome), a redelivered one changes nothing. The attempt
+// orders the commands of one operation as seq orders facts; a row without kind counts as
+// none stored.
+var commandTable = newFactTableSpec(factSpec{table: "rm.operations", key: "operation_id", forward: true,
+	seq: "attempt", storedSeq: "CASE WHEN kind IS NULL THEN NULL ELSE attempt END",
+	moves: "rm.operations.kind IS NULL OR rm.operations.attempt < EXCLUDED.attempt", fixed: []string{"login", "tag"},
+	cols: []factColumn{{"operation_id", "text"}, {"login", "bigint"}, {"tag", "text"}, {"kind", "text"},
+		{"api_key_id", "bigint"}, {"client_order_id", "text"}, {"attempt", "integer"}, {"requested_at", "bigint"},
+		{"symbol", "text"}, {"side", "text"}, {"type", "text"}, {"volume", "numeric"}, {"price", "numeric"},
+		{"stop_limit_price", "numeric"}, {"sl", "numeric"}, {"tp", "numeric"}, {"time_in_force", "text"},
+		{"expiration", "bigint"}, {"comment", "text"}, {"target_order_id", "bigint"}, {"target_position_id", "bigint"},
+		{"sweep_id", "text"}},
+	row: func(e events.Event) []*string {
+		r, _ := trading.RequestOf(e)
+		kind := string(r.Kind)
+		return []*string{&r.OperationID, i64(r.Login), &r.Tag, &kind, i64(r.APIKeyID),
+			&r.ClientOrderID, i64(int64(r.Attempt)), i64(r.RequestedAt), nullText(r.Symbol), nullText(r.Side),
+			nullText(r.Type), decpOrNull(r.Volume), decpOrNull(r.Price), decpOrNull(r.StopLimitPrice), decpOrNull(r.SL),
+			decpOrNull(r.TP), nullText(r.TimeInForce), i64OrNull(r.Expiration), nullText(r.Comment),
+			i64OrNull(r.TargetOrderID), i64OrNull(r.TargetPositionID), nullText(r.SweepID)}
+	}})
 
 // factTable is one read-model table of facts and its set-wise statement.
 type factTable struct {
@@ -106,36 +133,60 @@ type factTable struct {
 
 type factColumn struct{ name, typ string }
 
-// newFactTable builds the statement of a table keyed by key. forward: a fact replaces the row
-// when its seq is newer (else a fact is inserted once and never changed). The statement takes
-// one text array per column, the facts in their order, and returns the ordinal (from 1) of
-// each fact that moved its row: newer than the stored row and than every earlier fact of the
-// same key in the array (a statement per fact, in order, would have moved the row for those).
-// Only the newest fact of a key is written (the first, for insert-once tables).
+// newFactTable builds the statement of a table of trade-server facts keyed by key and ordered
+// by seq. forward: a fact replaces the row when its seq is newer (else a fact is inserted once
+// and never changed).
 func newFactTable(table, key string, forward bool, cols []factColumn, row func(events.Event) []*string) *factTable {
+	return newFactTableSpec(factSpec{table: table, key: key, forward: forward, cols: cols, row: row})
+}
+
+// factSpec describes a set-wise statement (newFactTableSpec).
+type factSpec struct {
+	table, key string
+	forward    bool
+	cols       []factColumn
+	row        func(events.Event) []*string
+	// seq is the input column that orders the rows of one key (default "seq"); storedSeq the
+	// expression of a stored row's (default seq; NULL: as if none were stored); moves the
+	// condition under which a row replaces the stored one (default: its seq is newer).
+	seq, storedSeq, moves string
+	// fixed are columns an update leaves as they are (besides the key).
+	fixed []string
+}
+
+// newFactTableSpec builds the statement of spec. The statement takes one text array per
+// column, the rows in their order, and returns the ordinal (from 1) of each row that moved
+// its stored row: newer than the stored row and than every earlier row of the same key in the
+// array (a statement per row, in order, would have moved the row for those). Only the newest
+// row of a key is written (the first, for insert-once tables).
+func newFactTableSpec(f factSpec) *factTable {
+	table, key := f.table, f.key
+	seq := cmp.Or(f.seq, "seq")
+	storedSeq := cmp.Or(f.storedSeq, "seq")
+	moves := cmp.Or(f.moves, table+".seq < EXCLUDED.seq")
 	var params, raw, names, typed, set []string
-	for i, c := range cols {
+	for i, c := range f.cols {
 		params = append(params, fmt.Sprintf("$%d::text[]", i+1))
 		raw = append(raw, fmt.Sprintf("c%d", i+1))
 		names = append(names, c.name)
 		typed = append(typed, fmt.Sprintf("c%d::%s AS %s", i+1, c.typ, c.name))
-		if c.name != key {
+		if c.name != key && !slices.Contains(f.fixed, c.name) {
 			set = append(set, c.name+" = EXCLUDED."+c.name)
 		}
 	}
 	list := strings.Join(names, ", ")
 	sql := `WITH input AS (SELECT ` + strings.Join(typed, ", ") + `, ord FROM unnest(` + strings.Join(params, ", ") +
 		`) WITH ORDINALITY AS x(` + strings.Join(raw, ", ") + `, ord)),
-	stored AS (SELECT ` + key + ` AS k, seq FROM ` + table + ` WHERE ` + key + ` IN (SELECT ` + key + ` FROM input)),`
-	if forward {
+	stored AS (SELECT ` + key + ` AS k, ` + storedSeq + ` AS seq FROM ` + table + ` WHERE ` + key + ` IN (SELECT ` + key + ` FROM input)),`
+	if f.forward {
 		sql += `
-	ranked AS (SELECT input.*, max(seq) OVER (PARTITION BY ` + key + ` ORDER BY ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before,
-		row_number() OVER (PARTITION BY ` + key + ` ORDER BY seq DESC, ord) AS pick FROM input),
+	ranked AS (SELECT input.*, max(` + seq + `) OVER (PARTITION BY ` + key + ` ORDER BY ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before,
+		row_number() OVER (PARTITION BY ` + key + ` ORDER BY ` + seq + ` DESC, ord) AS pick FROM input),
 	written AS (INSERT INTO ` + table + ` (` + list + `) SELECT ` + list + ` FROM ranked WHERE pick = 1
 		ON CONFLICT (` + key + `) DO UPDATE SET ` + strings.Join(set, ", ") + `
-		WHERE ` + table + `.seq < EXCLUDED.seq)
+		WHERE ` + moves + `)
 SELECT ord FROM ranked LEFT JOIN stored ON stored.k = ranked.` + key + `
-WHERE ranked.seq > greatest(coalesce(stored.seq, -1), coalesce(ranked.before, -1))`
+WHERE ranked.` + seq + ` > greatest(coalesce(stored.seq, -1), coalesce(ranked.before, -1))`
 	} else {
 		sql += `
 	ranked AS (SELECT input.*, row_number() OVER (PARTITION BY ` + key + ` ORDER BY ord) AS pick FROM input),
@@ -144,7 +195,7 @@ WHERE ranked.seq > greatest(coalesce(stored.seq, -1), coalesce(ranked.before, -1
 SELECT ord FROM ranked LEFT JOIN stored ON stored.k = ranked.` + key + `
 WHERE ranked.pick = 1 AND stored.k IS NULL`
 	}
-	return &factTable{sql: sql, cols: len(cols), row: row}
+	return &factTable{sql: sql, cols: len(f.cols), row: f.row}
 }
 
 // queue queues the statement that applies items (facts of this table, in their order) and
@@ -190,6 +241,14 @@ func i64OrNull(n int64) *string {
 	return i64(n)
 }
 
+// decpOrNull is d as text, NULL when nil.
+func decpOrNull(d *apd.Decimal) *string {
+	if d == nil {
+		return nil
+	}
+	return decp(*d)
+}
+
 func decp(d apd.Decimal) *string {
 	s := dec.String(d)
 	return &s
@@ -198,31 +257,6 @@ func decp(d apd.Decimal) *string {
 func boolp(b bool) *string {
 	s := strconv.FormatBool(b)
 	return &s
-}
-
-// requestStatement inserts the operation a command event starts, or completes a row an
-// outcome created first; a command of a newer attempt raises the attempt (which resets the
-// older attempt's outcome), a redelivered one changes nothing.
-func requestStatement(e events.Event) (string, []any) {
-	r, _ := trading.RequestOf(e)
-	return `INSERT INTO rm.operations (operation_id, login, tag, kind, api_key_id, client_order_id, attempt,
-		requested_at, symbol, side, type, volume, price, stop_limit_price, sl, tp, time_in_force, expiration,
-		comment, target_order_id, target_position_id, sweep_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::numeric, $13::numeric, $14::numeric,
-		$15::numeric, $16::numeric, $17, $18, $19, $20, $21, $22)
-		ON CONFLICT (operation_id) DO UPDATE SET kind = EXCLUDED.kind, api_key_id = EXCLUDED.api_key_id,
-		client_order_id = EXCLUDED.client_order_id, attempt = EXCLUDED.attempt,
-		requested_at = EXCLUDED.requested_at, symbol = EXCLUDED.symbol, side = EXCLUDED.side,
-		type = EXCLUDED.type, volume = EXCLUDED.volume, price = EXCLUDED.price,
-		stop_limit_price = EXCLUDED.stop_limit_price, sl = EXCLUDED.sl, tp = EXCLUDED.tp,
-		time_in_force = EXCLUDED.time_in_force, expiration = EXCLUDED.expiration, comment = EXCLUDED.comment,
-		target_order_id = EXCLUDED.target_order_id, target_position_id = EXCLUDED.target_position_id,
-		sweep_id = EXCLUDED.sweep_id
-		WHERE rm.operations.kind IS NULL OR rm.operations.attempt < EXCLUDED.attempt`,
-		[]any{r.OperationID, r.Login, r.Tag, string(r.Kind), r.APIKeyID, r.ClientOrderID, r.Attempt, r.RequestedAt,
-			nullText(r.Symbol), nullText(r.Side), nullText(r.Type), nullDec(r.Volume), nullDec(r.Price),
-			nullDec(r.StopLimitPrice), nullDec(r.SL), nullDec(r.TP), nullText(r.TimeInForce), nullInt64(r.Expiration),
-			nullText(r.Comment), nullInt64(r.TargetOrderID), nullInt64(r.TargetPositionID), nullText(r.SweepID)}
 }
 
 // outcomeStatement stores the outcome of the newest attempt seen; a row that does not exist

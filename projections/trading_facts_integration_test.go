@@ -2,8 +2,11 @@ package projections
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"tradesvc/events"
 	"tradesvc/events/dec"
@@ -121,5 +124,76 @@ func TestTradingProjectionAppliesEachTablesFactsInOneStatementAsInOrder(t *testi
 			t.Errorf("change rows %v, want %v", counts, want)
 			break
 		}
+	}
+}
+
+// The commands of one transaction are applied in one statement too, with what a statement per
+// command, in their order, gave: a row an outcome created first (no kind yet) is completed, a
+// redelivered command changes nothing, a newer attempt raises the row and an older one after
+// it does not bring it back, and each command that moved its row is reported applied.
+func TestTradingProjectionAppliesCommandsInOneStatementAsInOrder(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool := testenv.MigratedPG(t)
+	seedDigits(t, pool)
+	p, err := NewTrading(TradingConfig{Pool: pool, Logger: testenv.Logger(), CommandGrace: -1, Replaying: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := func(ev events.Event) batch.Message {
+		return batch.Message{Envelope: events.Envelope{Type: ev.EventType()}, Event: ev}
+	}
+	// Stored before: op-a as the skeleton its outcome made, op-b at attempt 1, op-c at attempt 3.
+	if err := p.Apply(ctx, []batch.Message{msg(outcomeOf(1001, "op-a", "#CMDA", 1, "FILLED")),
+		msg(marketOrder(1001, "op-b", "#CMDB", "1", 1)), msg(marketOrder(1001, "op-c", "#CMDC", "1", 3))}); err != nil {
+		t.Fatal(err)
+	}
+	batchCmds := []events.Event{
+		marketOrder(1001, "op-a", "#CMDA", "2", 1), // completes the skeleton: applied
+		marketOrder(1001, "op-a", "#CMDA", "9", 1), // a copy of the same attempt: nothing
+		marketOrder(1001, "op-b", "#CMDB", "3", 1), // redelivered: nothing
+		marketOrder(1001, "op-b", "#CMDB", "4", 2), // newer attempt: applied
+		marketOrder(1001, "op-b", "#CMDB", "5", 1), // older than the one before it: nothing
+		marketOrder(1001, "op-c", "#CMDC", "6", 2), // older than the stored row: nothing
+		marketOrder(1002, "op-d", "#CMDD", "7", 1), // new: applied
+		marketOrder(1002, "op-d", "#CMDD", "8", 2), // newer still: applied, the row ends here
+	}
+	items := make([]*tradingItem, len(batchCmds))
+	b := &pgx.Batch{}
+	for i, ev := range batchCmds {
+		items[i] = &tradingItem{ev: ev, table: factTables[ev.EventType()]}
+	}
+	if items[0].table != commandTable {
+		t.Fatalf("a command's table is %v, want the command table", items[0].table)
+	}
+	commandTable.queue(b, items)
+	if err := pool.SendBatch(ctx, b).Close(); err != nil {
+		t.Fatal(err)
+	}
+	var applied []bool
+	for _, it := range items {
+		applied = append(applied, it.applied)
+	}
+	if want := []bool{true, false, false, true, false, false, true, true}; !slices.Equal(applied, want) {
+		t.Errorf("applied %v, want %v", applied, want)
+	}
+	want := map[string]string{"op-a": "PLACE_ORDER 1 2 #CMDA 1001", "op-b": "PLACE_ORDER 2 4 #CMDB 1001",
+		"op-c": "PLACE_ORDER 3 1 #CMDC 1001", "op-d": "PLACE_ORDER 2 8 #CMDD 1002"}
+	for op, w := range want {
+		var got string
+		if err := pool.QueryRow(ctx, `SELECT kind || ' ' || attempt || ' ' || volume::text || ' ' || tag || ' ' || login
+			FROM rm.operations WHERE operation_id = $1`, op).Scan(&got); err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		if got != w {
+			t.Errorf("%s: %q, want %q", op, got, w)
+		}
+	}
+	var outStatus string
+	if err := pool.QueryRow(ctx, `SELECT out_status FROM rm.operations WHERE operation_id = 'op-a'`).Scan(&outStatus); err != nil {
+		t.Fatal(err)
+	}
+	if outStatus != "FILLED" {
+		t.Errorf("op-a's outcome %q after its command completed the row, want FILLED kept", outStatus)
 	}
 }

@@ -129,14 +129,21 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 // expired reads the attempts recorded (or raised) in (lower, upper] that are now older than
 // the dispatch window and that no executor recorded: sent, refused or swept.
 func (s *Sweeper) expired(ctx context.Context, lower, upper time.Time) ([]*operation, error) {
-	rows, err := s.cfg.Pool.Query(ctx, `SELECT env FROM (
-			SELECT command FROM cmd.idempotency WHERE created_at > $1 AND created_at <= $2
+	// The record of an operation that is sent itself (its one command) and whose attempt an
+	// executor recorded is left out before its command is read (almost every record: each
+	// round looks back over sweepMargin); a sweep's record holds its legs, each checked below.
+	rows, err := s.cfg.Pool.Query(ctx, `WITH recorded AS (
+			SELECT operation, operation_id, attempt, command FROM cmd.idempotency WHERE created_at > $1 AND created_at <= $2
 			UNION ALL
-			SELECT command FROM cmd.idempotency WHERE attempt > 1 AND updated_at > $1 AND updated_at <= $2
-		) i CROSS JOIN LATERAL jsonb_array_elements(i.command) env
-		WHERE env->>'type' = ANY($3)
+			SELECT operation, operation_id, attempt, command FROM cmd.idempotency
+			WHERE attempt > 1 AND updated_at > $1 AND updated_at <= $2
+		)
+		SELECT env FROM recorded i CROSS JOIN LATERAL jsonb_array_elements(i.command) env
+		WHERE (i.operation <> ALL($4) OR NOT EXISTS (SELECT 1 FROM cmd.executions x
+				WHERE x.operation_id = i.operation_id AND x.attempt = i.attempt))
+			AND env->>'type' = ANY($3)
 			AND NOT EXISTS (SELECT 1 FROM cmd.executions x WHERE x.operation_id = env->'payload'->>'operationId'
-				AND x.attempt = (env->'payload'->>'attempt')::int)`, lower, upper, sentTypes)
+				AND x.attempt = (env->'payload'->>'attempt')::int)`, lower, upper, sentTypes, sentKinds)
 	if err != nil {
 		return nil, fmt.Errorf("sweeper: read queued operations: %w", err)
 	}
@@ -231,6 +238,17 @@ func (s *Sweeper) claim(ctx context.Context, ops []*operation) (int, error) {
 	}
 	return len(claimed), nil
 }
+
+// sentKinds are the kinds whose operation is sent itself: its record holds its one command.
+var sentKinds = func() []string {
+	var out []string
+	for _, k := range trading.Kinds() {
+		if k.Sent() {
+			out = append(out, string(k))
+		}
+	}
+	return out
+}()
 
 // sentTypes are the command event types the executor sends (its requests table): a sweep's
 // own event is sent as its legs, each swept on its own.

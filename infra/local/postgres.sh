@@ -53,7 +53,10 @@ checkpoint_completion_target = 0.9
 wal_buffers = 8MB
 max_worker_processes = 4
 max_parallel_workers = 2
-max_parallel_workers_per_gather = 1
+# OLTP on two shared cores: no parallel workers (a process started per query) and no JIT
+# compilation (milliseconds of CPU for a plan that runs in microseconds)
+max_parallel_workers_per_gather = 0
+jit = off
 random_page_cost = 1.1
 effective_io_concurrency = 100
 timezone = 'UTC'
