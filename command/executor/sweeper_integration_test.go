@@ -112,3 +112,51 @@ func TestSweeperLeavesWhatAnExecutorRecorded(t *testing.T) {
 		t.Errorf("%d outcomes, want the executor's alone", n)
 	}
 }
+
+// A close-all sweep's record holds its own command and its legs, each an operation of its own:
+// with no executor, every leg queued longer than the dispatch window is swept, whatever the
+// sweep's own row says (the sweeper leaves out early only the records of operations that are
+// sent themselves and whose attempt an executor recorded).
+func TestSweeperSweepsEachLegOfAQueuedSweep(t *testing.T) {
+	e := exSetup(t)
+	const login = 1004
+	const window = time.Second
+	sweep := e.op(login)
+	legs := []events.Operation{e.op(login), e.op(login)}
+	evs := []events.Event{&events.SweepRequested{Operation: sweep, Legs: []events.SweepLeg{
+		{PositionID: 71, OperationID: legs[0].OperationID, ClientOrderID: legs[0].ClientOrderID, Tag: legs[0].Tag},
+		{PositionID: 72, OperationID: legs[1].OperationID, ClientOrderID: legs[1].ClientOrderID, Tag: legs[1].Tag}}}}
+	for i, leg := range legs {
+		leg.Requester = sweep.Requester
+		evs = append(evs, &events.PositionCloseRequested{Operation: leg, PositionID: int64(71 + i), Symbol: "EURUSD",
+			Side: "SELL", SweepID: sweep.OperationID})
+	}
+	envs, err := e.cmds.Wrap(evs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := command.NewRecords(e.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ins, err := recs.Insert(e.ctx, []command.Record{{APIKeyID: 1, ClientOrderID: sweep.ClientOrderID,
+		Kind: trading.KindCloseAll, Login: login, OperationID: sweep.OperationID, Tag: sweep.Tag, Attempt: 1,
+		Envelopes: envs}}); err != nil || len(ins) != 1 {
+		t.Fatalf("record the sweep: %v, %v", ins, err)
+	}
+	// The sweep's own operation has a row (its legs' outcomes decide it); its legs do not.
+	if _, err := e.pool.Exec(e.ctx, `INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at)
+		VALUES ($1, 1, $2, $3, $4, now())`, sweep.OperationID, login, sweep.Tag, string(trading.KindCloseAll)); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Add(2 * window)
+	time.Sleep(window + 200*time.Millisecond)
+	if n := e.sweep(e.sweeper(window)); n != len(legs) {
+		t.Fatalf("swept %d operations, want the sweep's %d legs", n, len(legs))
+	}
+	for _, leg := range legs {
+		if st := e.waitRow(leg); st != string(trading.StatusRejected) {
+			t.Errorf("leg %s: cmd.executions holds %q, want REJECTED", leg.OperationID, st)
+		}
+	}
+}
