@@ -17,11 +17,17 @@ import (
 // service. It counts the operations this gateway queued whose executor outcome it has not
 // seen yet (the change feed's OPERATION states say when one is decided):
 //
-//   - too many in flight (MaxInFlight), or too many waiting longer than MaxAge (StaleLimit:
-//     the path behind the gateway is lagging), sheds operations that add exposure (placements
-//     and modifications);
+//   - too many in flight, or too many waiting longer than MaxAge (StaleLimit: the path behind
+//     the gateway is lagging), sheds operations that add exposure (placements and
+//     modifications);
+//   - "too many in flight" is a bound that adapts (between MinInFlight and MaxInFlight):
+//     while the path lags it falls below what is in flight, by a tenth every Adjust, and
+//     while the path keeps up and the bound is nearly reached it rises by a tenth. Past a lag,
+//     the gateway then lets in about what the path took before it, instead of everything
+//     offered at once (a burst that would lag again);
 //   - risk-reducing operations (cancels, closes, sweeps) are admitted up to bounds RiskFactor
-//     times as large, so that a client can always flatten.
+//     times as large (of MaxInFlight, not of the adaptive bound), so that a client can always
+//     flatten.
 //
 // A retry of an operation already recorded is never shed (it is answered from its record);
 // a shed request records and appends nothing and does not count against ORDERS.
@@ -34,13 +40,19 @@ type Admission struct {
 	queue    []queued             // the same, oldest first (decided ones are dropped lazily)
 	shedAt   time.Time            // the last time a request was shed
 	reason   string               // why the last one was
+	limit    int                  // the adaptive in-flight bound (adapt)
+	adjusted time.Time            // when it was last considered
 }
 
 // AdmissionConfig bounds the work a gateway lets into the order path.
 type AdmissionConfig struct {
 	// MaxInFlight is how many queued operations may await their outcome before new
-	// exposure is shed (default 4000).
+	// exposure is shed (default 4000); MinInFlight the least the adaptive bound falls to
+	// while the path lags (default 100, at most MaxInFlight), Adjust how often it may move
+	// (default MaxAge / 5).
 	MaxInFlight int
+	MinInFlight int
+	Adjust      time.Duration
 	// MaxAge and StaleLimit: when StaleLimit operations have awaited their outcome longer
 	// than MaxAge, the path is lagging and new exposure is shed (defaults 750ms and 100).
 	MaxAge     time.Duration
@@ -59,6 +71,8 @@ func (c *AdmissionConfig) defaults() {
 	c.MaxAge = check.PositiveOr(c.MaxAge, 750*time.Millisecond)
 	c.StaleLimit = check.PositiveOr(c.StaleLimit, 100)
 	c.RiskFactor = check.PositiveOr(c.RiskFactor, 4)
+	c.MinInFlight = min(check.PositiveOr(c.MinInFlight, 100), c.MaxInFlight)
+	c.Adjust = check.PositiveOr(c.Adjust, c.MaxAge/5)
 	c.Forget = check.PositiveOr(c.Forget, 10*time.Second)
 }
 
@@ -68,7 +82,7 @@ func NewAdmission(cfg AdmissionConfig, now func() time.Time) *Admission {
 	if now == nil {
 		now = time.Now
 	}
-	return &Admission{cfg: cfg, now: now, inFlight: map[string]time.Time{}}
+	return &Admission{cfg: cfg, now: now, inFlight: map[string]time.Time{}, limit: cfg.MaxInFlight}
 }
 
 // errOverloaded is -1008.
@@ -86,11 +100,16 @@ func (a *Admission) Admit(kind trading.Kind) (reason string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.trim(now)
-	if len(a.inFlight) >= a.cfg.MaxInFlight*factor {
-		return "in-flight"
-	}
+	a.adapt(now)
 	if a.stale(now, time.Duration(factor)*a.cfg.MaxAge, a.cfg.StaleLimit*factor) {
 		return "lagging"
+	}
+	bound := a.limit // new exposure: the adaptive bound
+	if factor > 1 {
+		bound = a.cfg.MaxInFlight * factor // flattening never waits for the bound to rise again
+	}
+	if len(a.inFlight) >= bound {
+		return "in-flight"
 	}
 	return ""
 }
@@ -151,6 +170,25 @@ func (a *Admission) trim(now time.Time) {
 	a.queue = a.queue[i:]
 }
 
+// adapt moves the in-flight bound, at most every Adjust (a.mu held): while the path lags,
+// to nine tenths of what is in flight (or of the bound, when less is), never below
+// MinInFlight; while it keeps up and four fifths of the bound are in flight, up by a tenth,
+// never above MaxInFlight.
+func (a *Admission) adapt(now time.Time) {
+	if now.Sub(a.adjusted) < a.cfg.Adjust {
+		return
+	}
+	a.adjusted = now
+	n := len(a.inFlight)
+	if a.stale(now, a.cfg.MaxAge, a.cfg.StaleLimit) {
+		a.limit = max(a.cfg.MinInFlight, min(a.limit, n)*9/10)
+		return
+	}
+	if n*5 >= a.limit*4 {
+		a.limit = min(a.cfg.MaxInFlight, a.limit+max(a.limit/10, 1))
+	}
+}
+
 // stale reports whether at least limit operations have awaited their outcome longer than
 // age: it reads the queue from its oldest end and stops at the first young one (a.mu held).
 func (a *Admission) stale(now time.Time, age time.Duration, limit int) bool {
@@ -194,6 +232,8 @@ func (a *Admission) Observe(c query.Change) {
 // AdmissionState is what readiness shows of admission control.
 type AdmissionState struct {
 	InFlight int `json:"inFlight"`
+	// Bound is the in-flight bound now (it adapts to the path's lag).
+	Bound int `json:"bound"`
 	// Shedding: a request was shed within the last 5 seconds (Reason says which bound).
 	Shedding bool      `json:"shedding"`
 	Reason   string    `json:"reason,omitempty"`
@@ -205,7 +245,7 @@ func (a *Admission) State() AdmissionState {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := AdmissionState{InFlight: len(a.inFlight), LastShed: a.shedAt}
+	s := AdmissionState{InFlight: len(a.inFlight), Bound: a.limit, LastShed: a.shedAt}
 	if !a.shedAt.IsZero() && now.Sub(a.shedAt) < 5*time.Second {
 		s.Shedding, s.Reason = true, a.reason
 	}

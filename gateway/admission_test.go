@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -131,5 +132,105 @@ func TestAdmissionShedState(t *testing.T) {
 	clk.t = clk.t.Add(6 * time.Second)
 	if s := a.State(); s.Shedding || s.Reason != "" {
 		t.Fatalf("state 6 s after the last shed: %+v", s)
+	}
+}
+
+// Past a lag the in-flight bound is what the path took, not everything offered: while
+// operations lag it falls to nine tenths of what is in flight (never below MinInFlight), and
+// once the path keeps up it rises by a tenth per Adjust while it is nearly reached (never
+// above MaxInFlight).
+func TestAdmissionBoundAdaptsToTheLag(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	a := gateway.NewAdmission(gateway.AdmissionConfig{MaxInFlight: 100, MinInFlight: 5, MaxAge: 100 * time.Millisecond,
+		StaleLimit: 2, Adjust: 10 * time.Millisecond, RiskFactor: 2, Forget: time.Minute}, clk.now)
+	if got := a.State().Bound; got != 100 {
+		t.Fatalf("bound %d at start, want MaxInFlight 100", got)
+	}
+	ids := func(prefix string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s%d", prefix, i)
+		}
+		return out
+	}
+	late := ids("late", 20)
+	for _, id := range late {
+		a.Queued(id)
+	}
+	clk.t = clk.t.Add(150 * time.Millisecond)
+	if r := a.Admit(trading.KindPlaceOrder); r != "lagging" {
+		t.Fatalf("20 operations older than 100ms: reason %q, want lagging", r)
+	}
+	if got := a.State().Bound; got != 18 {
+		t.Fatalf("bound %d after the lag was seen with 20 in flight, want 18", got)
+	}
+	// The lag goes on: a tenth less every Adjust, down to MinInFlight.
+	for range 30 {
+		clk.t = clk.t.Add(10 * time.Millisecond)
+		a.Admit(trading.KindPlaceOrder)
+	}
+	if got := a.State().Bound; got != 5 {
+		t.Fatalf("bound %d after a long lag, want MinInFlight 5", got)
+	}
+	// The late ones are decided: no lag, and 5 may be in flight, not 100.
+	for _, id := range late {
+		a.Observe(decided(id))
+	}
+	admitted := 0
+	for _, id := range ids("next", 10) {
+		if a.Admit(trading.KindPlaceOrder) != "" {
+			break
+		}
+		a.Queued(id)
+		admitted++
+	}
+	if admitted != 5 {
+		t.Fatalf("%d admitted right after the lag, want the bound's 5", admitted)
+	}
+	// A close is held to RiskFactor × MaxInFlight, not to the adaptive bound.
+	for _, id := range ids("close", 150) {
+		if r := a.Admit(trading.KindClosePosition); r != "" {
+			t.Fatalf("a close with %d in flight (risk bound 200): shed for %q", a.State().InFlight, r)
+		}
+		a.Queued(id)
+	}
+	for _, id := range ids("close", 150) {
+		a.Observe(decided(id))
+	}
+	// The path keeps up and the bound is reached: it rises by a tenth (at least one) per Adjust.
+	clk.t = clk.t.Add(10 * time.Millisecond)
+	if r := a.Admit(trading.KindPlaceOrder); r != "" {
+		t.Fatalf("after an Adjust with the bound reached: shed for %q", r)
+	}
+	if got := a.State().Bound; got != 6 {
+		t.Fatalf("bound %d, want 6", got)
+	}
+	// Not reached (under four fifths in flight): it stays.
+	for _, id := range ids("next", 5) {
+		a.Observe(decided(id))
+	}
+	clk.t = clk.t.Add(10 * time.Millisecond)
+	a.Admit(trading.KindPlaceOrder)
+	if got := a.State().Bound; got != 6 {
+		t.Fatalf("bound %d with nothing in flight, want it kept at 6", got)
+	}
+	// Reached again and again, every operation decided within 80ms: it grows back to
+	// MaxInFlight and no further.
+	batches := map[int][]string{}
+	for step := range 100 {
+		for j := range 12 {
+			if a.Admit(trading.KindPlaceOrder) == "" {
+				id := fmt.Sprintf("s%d-%d", step, j)
+				a.Queued(id)
+				batches[step] = append(batches[step], id)
+			}
+		}
+		clk.t = clk.t.Add(10 * time.Millisecond)
+		for _, id := range batches[step-8] {
+			a.Observe(decided(id))
+		}
+	}
+	if got := a.State().Bound; got != 100 {
+		t.Fatalf("bound %d after the path kept up, want MaxInFlight 100", got)
 	}
 }

@@ -6,8 +6,9 @@ import "time"
 // is answered -1008 at once instead of waiting inside the service.
 type Admission struct {
 	// MaxInFlight is how many operations a gateway queued may await their outcome before new
-	// orders are shed.
+	// orders are shed; the bound adapts to the path's lag, never below MinInFlight.
 	MaxInFlight int
+	MinInFlight int
 	// MaxAge and StaleLimit: StaleLimit operations awaiting their outcome longer than MaxAge
 	// mean the path behind the gateway lags, and new orders are shed.
 	MaxAge     time.Duration
