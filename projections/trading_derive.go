@@ -262,7 +262,7 @@ func queueDerivedUpdate(b *pgx.Batch, changes []opChange) {
 		outUnanswered, outOrders, outDeals, outPositions, outPrices, outVolumes, outDecided)
 }
 
-// The array forms of nullText, nullInt, nullInt64 and nullDec: nil is NULL.
+// The array forms of nullText, nullInt, nullInt64 and decpOrNull: nil is NULL.
 func nonEmpty(s string) *string {
 	if s == "" {
 		return nil

@@ -47,52 +47,52 @@ func factStatement(e events.Event) (string, []any, bool) {
 // too (commandTable: the operation row it starts).
 var factTables = func() map[string]*factTable {
 	m := map[string]*factTable{
-		(*events.DealAdded)(nil).EventType(): newFactTable("rm.deals", "deal_id", false,
-			[]factColumn{{"deal_id", "bigint"}, {"login", "bigint"}, {"order_id", "bigint"}, {"position_id", "bigint"},
+		(*events.DealAdded)(nil).EventType(): newFactTable(factSpec{table: "rm.deals", key: "deal_id", forward: false,
+			cols: []factColumn{{"deal_id", "bigint"}, {"login", "bigint"}, {"order_id", "bigint"}, {"position_id", "bigint"},
 				{"symbol", "text"}, {"action", "integer"}, {"entry", "integer"}, {"reason", "integer"}, {"volume", "numeric"},
 				{"price", "numeric"}, {"profit", "numeric"}, {"commission", "numeric"}, {"swap", "numeric"},
 				{"comment", "text"}, {"tag", "text"}, {"time", "bigint"}, {"seq", "bigint"}},
-			func(e events.Event) []*string {
+			row: func(e events.Event) []*string {
 				x := e.(*events.DealAdded)
 				return []*string{i64(x.DealID), i64(x.Login), i64(x.OrderID), i64(x.PositionID), &x.Symbol,
 					i64(int64(x.Action)), i64(int64(x.Entry)), i64(int64(x.Reason)), decp(x.Volume), decp(x.Price),
 					decp(x.Profit), decp(x.Commission), decp(x.Swap), &x.Comment, nullText(trading.TagOf(x.Comment)),
 					i64(x.Time), i64(int64(x.Seq))}
-			}),
-		(*events.OrderChanged)(nil).EventType(): newFactTable("rm.orders", "order_id", true,
-			[]factColumn{{"order_id", "bigint"}, {"login", "bigint"}, {"symbol", "text"}, {"type", "integer"},
+			}}),
+		(*events.OrderChanged)(nil).EventType(): newFactTable(factSpec{table: "rm.orders", key: "order_id", forward: true,
+			cols: []factColumn{{"order_id", "bigint"}, {"login", "bigint"}, {"symbol", "text"}, {"type", "integer"},
 				{"state", "integer"}, {"volume_initial", "numeric"}, {"volume_current", "numeric"}, {"price", "numeric"},
 				{"stop_limit_price", "numeric"}, {"sl", "numeric"}, {"tp", "numeric"}, {"type_time", "integer"},
 				{"expiration", "bigint"}, {"comment", "text"}, {"tag", "text"}, {"position_id", "bigint"},
 				{"time_setup", "bigint"}, {"time_done", "bigint"}, {"update_time", "bigint"}, {"open", "boolean"},
 				{"seq", "bigint"}},
-			func(e events.Event) []*string {
+			row: func(e events.Event) []*string {
 				x := e.(*events.OrderChanged)
 				return []*string{i64(x.OrderID), i64(x.Login), &x.Symbol, i64(int64(x.Type)), i64(int64(x.State)),
 					decp(x.VolumeInitial), decp(x.VolumeCurrent), decp(x.Price), decp(x.StopLimitPrice), decp(x.SL),
 					decp(x.TP), i64(int64(x.TypeTime)), i64(x.Expiration), &x.Comment, nullText(trading.TagOf(x.Comment)),
 					i64OrNull(x.PositionID), i64(x.TimeSetup), i64OrNull(x.TimeDone), i64(x.Time),
 					boolp(x.Change != events.ChangeDelete), i64(int64(x.Seq))}
-			}),
-		(*events.PositionChanged)(nil).EventType(): newFactTable("rm.positions", "position_id", true,
-			[]factColumn{{"position_id", "bigint"}, {"login", "bigint"}, {"symbol", "text"}, {"direction", "integer"},
+			}}),
+		(*events.PositionChanged)(nil).EventType(): newFactTable(factSpec{table: "rm.positions", key: "position_id", forward: true,
+			cols: []factColumn{{"position_id", "bigint"}, {"login", "bigint"}, {"symbol", "text"}, {"direction", "integer"},
 				{"volume", "numeric"}, {"price_open", "numeric"}, {"sl", "numeric"}, {"tp", "numeric"},
 				{"profit", "numeric"}, {"swap", "numeric"}, {"comment", "text"}, {"tag", "text"}, {"time_open", "bigint"},
 				{"update_time", "bigint"}, {"open", "boolean"}, {"seq", "bigint"}},
-			func(e events.Event) []*string {
+			row: func(e events.Event) []*string {
 				x := e.(*events.PositionChanged)
 				return []*string{i64(x.PositionID), i64(x.Login), &x.Symbol, i64(int64(x.Direction)), decp(x.Volume),
 					decp(x.PriceOpen), decp(x.SL), decp(x.TP), decp(x.Profit), decp(x.Swap), &x.Comment,
 					nullText(trading.TagOf(x.Comment)), i64(x.TimeOpen), i64(x.Time),
 					boolp(x.Change != events.ChangeClose), i64(int64(x.Seq))}
-			}),
-		(*events.AccountChanged)(nil).EventType(): newFactTable("rm.account_balances", "login", true,
-			[]factColumn{{"login", "bigint"}, {"balance", "numeric"}, {"credit", "numeric"}, {"update_time", "bigint"},
+			}}),
+		(*events.AccountChanged)(nil).EventType(): newFactTable(factSpec{table: "rm.account_balances", key: "login", forward: true,
+			cols: []factColumn{{"login", "bigint"}, {"balance", "numeric"}, {"credit", "numeric"}, {"update_time", "bigint"},
 				{"seq", "bigint"}},
-			func(e events.Event) []*string {
+			row: func(e events.Event) []*string {
 				x := e.(*events.AccountChanged)
 				return []*string{i64(x.Login), decp(x.Balance), decp(x.Credit), i64(x.Time), i64(int64(x.Seq))}
-			}),
+			}}),
 	}
 	for _, k := range trading.Kinds() {
 		m[k.Command()] = commandTable
@@ -105,7 +105,7 @@ var factTables = func() map[string]*factTable {
 // (which resets the older attempt's outcome), a redelivered one changes nothing. The attempt
 // orders the commands of one operation as seq orders facts; a row without kind counts as
 // none stored.
-var commandTable = newFactTableSpec(factSpec{table: "rm.operations", key: "operation_id", forward: true,
+var commandTable = newFactTable(factSpec{table: "rm.operations", key: "operation_id", forward: true,
 	seq: "attempt", storedSeq: "CASE WHEN kind IS NULL THEN NULL ELSE attempt END",
 	moves: "rm.operations.kind IS NULL OR rm.operations.attempt < EXCLUDED.attempt", fixed: []string{"login", "tag"},
 	cols: []factColumn{{"operation_id", "text"}, {"login", "bigint"}, {"tag", "text"}, {"kind", "text"},
@@ -133,14 +133,8 @@ type factTable struct {
 
 type factColumn struct{ name, typ string }
 
-// newFactTable builds the statement of a table of trade-server facts keyed by key and ordered
-// by seq. forward: a fact replaces the row when its seq is newer (else a fact is inserted once
-// and never changed).
-func newFactTable(table, key string, forward bool, cols []factColumn, row func(events.Event) []*string) *factTable {
-	return newFactTableSpec(factSpec{table: table, key: key, forward: forward, cols: cols, row: row})
-}
-
-// factSpec describes a set-wise statement (newFactTableSpec).
+// factSpec describes a set-wise statement (newFactTable): a table keyed by key. forward: a row
+// replaces the stored one when it is newer (else a row is inserted once and never changed).
 type factSpec struct {
 	table, key string
 	forward    bool
@@ -154,12 +148,12 @@ type factSpec struct {
 	fixed []string
 }
 
-// newFactTableSpec builds the statement of spec. The statement takes one text array per
+// newFactTable builds the statement of f. The statement takes one text array per
 // column, the rows in their order, and returns the ordinal (from 1) of each row that moved
 // its stored row: newer than the stored row and than every earlier row of the same key in the
 // array (a statement per row, in order, would have moved the row for those). Only the newest
 // row of a key is written (the first, for insert-once tables).
-func newFactTableSpec(f factSpec) *factTable {
+func newFactTable(f factSpec) *factTable {
 	table, key := f.table, f.key
 	seq := cmp.Or(f.seq, "seq")
 	storedSeq := cmp.Or(f.storedSeq, "seq")
@@ -274,7 +268,7 @@ func outcomeStatement(x *events.ExecutionOutcome) (string, []any) {
 		   OR (rm.operations.out_attempt = EXCLUDED.out_attempt AND rm.operations.out_decided_at IS DISTINCT FROM EXCLUDED.out_decided_at)`,
 		[]any{x.OperationID, x.Login, x.Tag, x.Attempt, x.Status, nullInt(x.Code), nullInt(x.Retcode),
 			nullText(x.Msg), x.Unanswered, nullInt64(x.OrderID), nullInt64(x.DealID), nullInt64(x.Position),
-			nullDec(x.Price), nullDec(x.Volume), x.DecidedAt}
+			decpOrNull(x.Price), decpOrNull(x.Volume), x.DecidedAt}
 }
 
 // nullText is s, NULL when empty.
@@ -297,11 +291,4 @@ func nullInt(n int) any {
 		return nil
 	}
 	return n
-}
-
-func nullDec(d *apd.Decimal) any {
-	if d == nil {
-		return nil
-	}
-	return dec.String(*d)
 }

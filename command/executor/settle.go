@@ -192,12 +192,4 @@ const (
 )
 
 // settleKinds are the kinds whose attempts can be settled by tag.
-var settleKinds = func() []string {
-	var out []string
-	for _, k := range trading.Kinds() {
-		if k.ByTag() {
-			out = append(out, string(k))
-		}
-	}
-	return out
-}()
+var settleKinds = trading.KindNames(func(k trading.Kind) bool { return k.ByTag() })

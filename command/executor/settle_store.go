@@ -107,12 +107,4 @@ func (s *executions) unsettled(ctx context.Context, kinds []string, settleBefore
 
 // atMarketKinds are the kinds to settle that execute at market whatever order type they
 // name (a close): their unanswered attempts are unsettled without looking at the type.
-var atMarketKinds = func() []string {
-	var out []string
-	for _, k := range trading.Kinds() {
-		if k.ByTag() && k.AtMarket("") {
-			out = append(out, string(k))
-		}
-	}
-	return out
-}()
+var atMarketKinds = trading.KindNames(func(k trading.Kind) bool { return k.ByTag() && k.AtMarket("") })

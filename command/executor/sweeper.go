@@ -240,15 +240,7 @@ func (s *Sweeper) claim(ctx context.Context, ops []*operation) (int, error) {
 }
 
 // sentKinds are the kinds whose operation is sent itself: its record holds its one command.
-var sentKinds = func() []string {
-	var out []string
-	for _, k := range trading.Kinds() {
-		if k.Sent() {
-			out = append(out, string(k))
-		}
-	}
-	return out
-}()
+var sentKinds = trading.KindNames(func(k trading.Kind) bool { return k.Sent() })
 
 // sentTypes are the command event types the executor sends (its requests table): a sweep's
 // own event is sent as its legs, each swept on its own.

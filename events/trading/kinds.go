@@ -152,6 +152,18 @@ func Kinds() []Kind {
 	return out
 }
 
+// KindNames are the names of the kinds for which keep holds, in order: the form a statement's
+// text array takes.
+func KindNames(keep func(Kind) bool) []string {
+	var out []string
+	for _, k := range Kinds() {
+		if keep(k) {
+			out = append(out, string(k))
+		}
+	}
+	return out
+}
+
 // Known reports whether k is a kind of the table.
 func (k Kind) Known() bool { return kinds[k] != nil }
 
