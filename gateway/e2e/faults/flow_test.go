@@ -68,8 +68,9 @@ type flow struct {
 	pause   time.Duration // between two orders of a worker
 	began   time.Time
 	wg      sync.WaitGroup
-	stop    atomic.Bool // no new ids
-	giveUp  atomic.Bool // no more retries either
+	stop    atomic.Bool  // no new ids
+	giveUp  atomic.Bool  // no more retries either
+	workers atomic.Int64 // how many workers were started; numbers the next one
 
 	mu         sync.Mutex
 	orders     []*flowOrder
@@ -115,9 +116,8 @@ type orderAnswer struct {
 // order pause after its last was acknowledged. Nothing of it outlives the test.
 func startFlow(t *testing.T, clients []*gwclient.Client, logins []int64, prefix string, workers int, pause time.Duration) *flow {
 	f := &flow{t: t, clients: clients, logins: logins, prefix: prefix, pause: pause, began: time.Now(), errors: map[int]int{}}
-	for w := range workers {
-		f.wg.Add(1)
-		go f.run(w)
+	for range workers {
+		f.add(time.Time{})
 	}
 	t.Cleanup(func() { // also when the test failed midway
 		f.stop.Store(true)
@@ -127,9 +127,17 @@ func startFlow(t *testing.T, clients []*gwclient.Client, logins []int64, prefix 
 	return f
 }
 
-func (f *flow) run(w int) {
+// add starts one more worker, placing new orders until the flow is finished or, when until
+// is not zero, until then; like every worker, it gets its last order a definite answer.
+func (f *flow) add(until time.Time) {
+	w := int(f.workers.Add(1) - 1)
+	f.wg.Add(1)
+	go f.run(w, until)
+}
+
+func (f *flow) run(w int, until time.Time) {
 	defer f.wg.Done()
-	for i := 0; !f.stop.Load(); i++ {
+	for i := 0; !f.stop.Load() && (until.IsZero() || time.Now().Before(until)); i++ {
 		o := &flowOrder{id: fmt.Sprintf("%s-%d-%d", f.prefix, w, i), login: f.logins[(w+i)%len(f.logins)],
 			seen: map[string]time.Time{}}
 		p := url.Values{"login": {strconv.FormatInt(o.login, 10)}, "symbol": {"BTCUSD"}, "type": {"MARKET"},
