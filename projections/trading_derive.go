@@ -71,11 +71,15 @@ func (t touched) empty() bool {
 }
 
 // loadOperationsSQL reads each touched operation with what its derivation needs: the sums of
-// its tag's distinct trading deals, the order its outcome names (the outcome folded into this
-// transaction's update, $6-$8, when it is the newest) and the position it closes.
+// its tag's distinct trading deals, the order its stored outcome names and the position it
+// closes. The order an outcome folded into this transaction names is read by
+// folderOrdersSQL, in the same pipeline (queueLoadOperations).
 //
 // The touched ids are gathered by a UNION of index lookups first: ORs of the four conditions
-// on one scan would read the whole table.
+// on one scan would read the whole table. The order and the position are lateral lookups by
+// key (LIMIT 1 keeps the planner from flattening them into joins): as plain joins, the
+// generic plan (made once per connection, KeyedPlans) hashed the whole of rm.orders on every
+// execution, a cost that grew with every order placed since the last ANALYZE.
 const loadOperationsSQL = `WITH touched AS (
 	SELECT operation_id FROM rm.operations WHERE operation_id = ANY($1)
 	UNION SELECT o.operation_id FROM unnest($2::bigint[], $3::text[]) AS x(l, t)
@@ -103,10 +107,13 @@ LEFT JOIN LATERAL (
 		(array_agg(position_id ORDER BY deal_id))[1] AS position1, max(time) AS last_time,
 		(array_agg(symbol ORDER BY deal_id))[1] AS symbol1
 	FROM rm.deals WHERE login = o.login AND tag = o.tag AND action IN (0, 1)) d ON true
-LEFT JOIN unnest($6::text[], $7::int[], $8::bigint[]) AS fo(id, attempt, out_order) ON fo.id = o.operation_id
-LEFT JOIN rm.orders r ON r.order_id = coalesce(CASE WHEN o.out_attempt IS NULL OR o.out_attempt <= fo.attempt
-	THEN fo.out_order END, o.out_order_id) AND r.login = o.login
-LEFT JOIN rm.positions p ON p.position_id = o.target_position_id AND p.login = o.login`
+LEFT JOIN LATERAL (SELECT r.open, r.state, r.update_time FROM rm.orders r
+	WHERE r.order_id = o.out_order_id AND r.login = o.login LIMIT 1) r ON true
+LEFT JOIN LATERAL (SELECT p.open FROM rm.positions p
+	WHERE p.position_id = o.target_position_id AND p.login = o.login LIMIT 1) p ON true`
+
+// foldedOrdersSQL reads the orders that the outcomes folded into this transaction name.
+const foldedOrdersSQL = `SELECT order_id, login, open, state, update_time FROM rm.orders WHERE order_id = ANY($1)`
 
 // loadedOp is one row of loadOperationsSQL: inputs, stored derivation and symbol.
 type loadedOp struct {
@@ -294,28 +301,29 @@ func decText(d *apd.Decimal) *string {
 }
 
 // queueLoadOperations queues the read of the touched operations into *ops; folded are the
-// outcomes this transaction writes with the derived columns (foldOutcomes). The read joins
-// one outcome per operation, the one foldOutcomes keeps (of the newest attempt, the last):
-// a transaction may hold two of one operation (an outcome and its settlement, or the
-// reconciled copy a redelivered command makes), and two would load the operation twice, and
-// the update would then write it from either row, perhaps the one without the outcome.
+// outcomes this transaction writes with the derived columns (foldOutcomes). Of the outcomes
+// of one operation it keeps the one foldOutcomes keeps (of the newest attempt, the last): a
+// transaction may hold two (an outcome and its settlement, or the reconciled copy a
+// redelivered command makes). When that outcome is not older than the stored one, the order
+// the derivation reads is the one it names (when it names one), read in the same pipeline;
+// else the stored outcome's. Matching the two in Go keeps every statement a lookup by key: a
+// join of the loaded rows to the folded outcomes would rescan them once per row (hash joins
+// are off, KeyedPlans).
 func queueLoadOperations(b *pgx.Batch, tc touched, folded []*events.ExecutionOutcome, ops *[]*loadedOp) {
-	newest := make(map[string]int, len(folded))
-	var ids []string
-	var attempts []int32
-	var orders []*int64
+	newest := make(map[string]*events.ExecutionOutcome, len(folded))
+	var orderIDs []int64
 	for _, out := range folded {
-		i, seen := newest[out.OperationID]
-		if !seen {
-			i = len(ids)
-			newest[out.OperationID] = i
-			ids, attempts, orders = append(ids, ""), append(attempts, 0), append(orders, nil)
-		} else if int32(out.Attempt) < attempts[i] {
+		if n, seen := newest[out.OperationID]; seen && out.Attempt < n.Attempt {
 			continue
 		}
-		ids[i], attempts[i], orders[i] = out.OperationID, int32(out.Attempt), nonZero64(out.OrderID)
+		newest[out.OperationID] = out
 	}
-	b.Queue(loadOperationsSQL, tc.ids, tc.tagLogins, tc.tags, tc.orders, tc.positions, ids, attempts, orders).Query(func(rows pgx.Rows) error {
+	for _, out := range newest {
+		if out.OrderID != 0 {
+			orderIDs = append(orderIDs, out.OrderID)
+		}
+	}
+	b.Queue(loadOperationsSQL, tc.ids, tc.tagLogins, tc.tags, tc.orders, tc.positions).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			o, err := scanLoadedOp(rows)
 			if err != nil {
@@ -324,6 +332,34 @@ func queueLoadOperations(b *pgx.Batch, tc touched, folded []*events.ExecutionOut
 			*ops = append(*ops, o)
 		}
 		return rows.Err()
+	})
+	if len(orderIDs) == 0 {
+		return
+	}
+	b.Queue(foldedOrdersSQL, orderIDs).Query(func(rows pgx.Rows) error {
+		type orderKey struct{ id, login int64 }
+		orders := make(map[orderKey]*trading.PendingOrder, len(orderIDs))
+		for rows.Next() {
+			var k orderKey
+			var state int
+			r := &trading.PendingOrder{}
+			if err := rows.Scan(&k.id, &k.login, &r.Open, &state, &r.UpdateTime); err != nil {
+				return fmt.Errorf("load the orders of outcomes: %w", err)
+			}
+			r.State = trading.OrderState(state)
+			orders[k] = r
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("load the orders of outcomes: %w", err)
+		}
+		for _, o := range *ops {
+			out := newest[o.id]
+			if out == nil || out.OrderID == 0 || o.in.Out != nil && o.in.Out.Attempt > out.Attempt {
+				continue
+			}
+			o.in.Order = orders[orderKey{out.OrderID, o.login}]
+		}
+		return nil
 	})
 }
 

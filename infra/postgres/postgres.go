@@ -26,8 +26,12 @@ type Config struct {
 	// writes): every prepared statement uses its generic plan, made once per connection
 	// (plan_cache_mode = force_generic_plan; Postgres would otherwise plan some of them afresh
 	// on every execution, which costs more than running them), and plans avoid sequential
-	// scans (enable_seqscan = off), so that a plan made while a table was small (a new
-	// deployment) never scans it whole once it has grown.
+	// scans (enable_seqscan = off) and hash and merge joins (enable_hashjoin,
+	// enable_mergejoin = off), so that a plan made while a table was small (a new deployment)
+	// never reads it whole once it has grown. A hash join reads its inner side whole, by
+	// index when sequential scans are off: the generic plan of the derived columns' update,
+	// made while rm.operations held 34 rows, hashed every operation on each execution until
+	// an ANALYZE replaced it; a keyed nested loop reads only the rows of the batch.
 	KeyedPlans bool
 }
 
@@ -59,6 +63,8 @@ func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	if cfg.KeyedPlans {
 		pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 		pc.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
+		pc.ConnConfig.RuntimeParams["enable_hashjoin"] = "off"
+		pc.ConnConfig.RuntimeParams["enable_mergejoin"] = "off"
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
