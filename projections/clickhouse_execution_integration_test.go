@@ -351,3 +351,68 @@ func (e *eqEnv) dump() string {
 	}
 	return b.String()
 }
+
+// TestExecutionQualityTakesFromMemoryOnlyWhatTheStoreConfirms: the projection keeps the rows
+// it wrote, but a row another writer moved on since (here a second instance, as after a
+// partition moved away and back) is read from the store: the next fact merges into the
+// store's newest version, not into the remembered one. Checked to fail with the store's
+// version not consulted: the first instance wrote version 2 from its memory (the command and
+// the deal, not the outcome: no mt5_retcode) beside the other's version 2, and FINAL kept it.
+func TestExecutionQualityTakesFromMemoryOnlyWhatTheStoreConfirms(t *testing.T) {
+	e := eqSetup(t)
+	t0 := eqT0
+	e.apply(e.msg(eqMarket(1001, "op-m", "#AAAAB1", "BUY", "0.01", t0), t0+3, 2))
+	other, err := NewExecutionQuality(e.ch, e.pool, testenv.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &events.ExecutionOutcome{OperationID: "op-m", Login: 1001, Tag: "#AAAAB1", Attempt: 1, Status: "FILLED",
+		Retcode: 10009, OrderID: 403, DealID: 503, Position: 403, Price: ptrDec("60015.00"), Volume: ptrDec("0.01"),
+		DecidedAt: t0 + 30, SentAt: t0 + 10}
+	if err := other.Apply(e.ctx, []batch.Message{e.msg(out, t0+31, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	want(t, e.row(1001, "#AAAAB1"), "version", "2", "status", "FILLED", "deals", "0")
+	e.apply(e.msg(eqDeal(1001, 503, 403, "0.01", "60015.00", "#AAAAB1", t0+40), t0+45, 1))
+	want(t, e.row(1001, "#AAAAB1"), "version", "3", "status", "FILLED", "deals", "1", "deal_ids", "[503]",
+		"mt5_retcode", "10009", "recorded", "1")
+	if n := e.versions(1001, "#AAAAB1"); n != 3 {
+		t.Errorf("%d versions stored, want 3", n)
+	}
+	// Its own row, confirmed by the store, is taken from memory: a redelivery writes nothing.
+	e.apply(e.msg(eqDeal(1001, 503, 403, "0.01", "60015.00", "#AAAAB1", t0+40), t0+45, 1))
+	if n := e.versions(1001, "#AAAAB1"); n != 3 {
+		t.Errorf("%d versions stored after a redelivery, want 3", n)
+	}
+}
+
+// The cache keeps two generations: a full current one becomes the previous, the one before
+// is dropped, and a row read from the previous one is kept current.
+func TestExecCacheKeepsTheKeysUsedLast(t *testing.T) {
+	c := newExecCache(2)
+	row := func(tag string, v uint64) execRow { return execRow{Login: 1, Tag: tag, Version: v} }
+	c.put(row("a", 1))
+	c.put(row("b", 1))
+	c.put(row("c", 1)) // cur full: {a, b} becomes prev
+	if r, ok := c.get(execKey{1, "a"}); !ok || r.Version != 1 {
+		t.Fatalf("a from the previous generation: %v %v", r, ok)
+	}
+	// a was promoted into cur {c, a}; the next put turns {c, a} into prev and drops {a, b}.
+	c.put(row("d", 1))
+	if _, ok := c.get(execKey{1, "b"}); ok {
+		t.Error("b, used before the last two generations, is still kept")
+	}
+	for _, tag := range []string{"a", "c", "d"} {
+		if _, ok := c.get(execKey{1, tag}); !ok {
+			t.Errorf("%s is not kept", tag)
+		}
+	}
+	c.put(row("d", 2))
+	if r, _ := c.get(execKey{1, "d"}); r.Version != 2 {
+		t.Errorf("d version %d after a newer put, want 2", r.Version)
+	}
+	c.clear()
+	if _, ok := c.get(execKey{1, "d"}); ok {
+		t.Error("kept after clear")
+	}
+}

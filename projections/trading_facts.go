@@ -170,8 +170,10 @@ func newFactTable(f factSpec) *factTable {
 	}
 	list := strings.Join(names, ", ")
 	sql := `WITH input AS (SELECT ` + strings.Join(typed, ", ") + `, ord FROM unnest(` + strings.Join(params, ", ") +
-		`) WITH ORDINALITY AS x(` + strings.Join(raw, ", ") + `, ord)),
-	stored AS (SELECT ` + key + ` AS k, ` + storedSeq + ` AS seq FROM ` + table + ` WHERE ` + key + ` IN (SELECT ` + key + ` FROM input)),`
+		`) WITH ORDINALITY AS x(` + strings.Join(raw, ", ") + `, ord)),`
+	// The stored row of each key, as it was before this statement (its INSERT is not visible
+	// to the rest of it): a lookup by key per row of the batch, never a scan of a CTE per row.
+	stored := `LEFT JOIN (SELECT ` + key + ` AS k, ` + storedSeq + ` AS seq FROM ` + table + `) stored ON stored.k = ranked.` + key
 	if f.forward {
 		sql += `
 	ranked AS (SELECT input.*, max(` + seq + `) OVER (PARTITION BY ` + key + ` ORDER BY ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before,
@@ -179,14 +181,14 @@ func newFactTable(f factSpec) *factTable {
 	written AS (INSERT INTO ` + table + ` (` + list + `) SELECT ` + list + ` FROM ranked WHERE pick = 1
 		ON CONFLICT (` + key + `) DO UPDATE SET ` + strings.Join(set, ", ") + `
 		WHERE ` + moves + `)
-SELECT ord FROM ranked LEFT JOIN stored ON stored.k = ranked.` + key + `
+SELECT ord FROM ranked ` + stored + `
 WHERE ranked.` + seq + ` > greatest(coalesce(stored.seq, -1), coalesce(ranked.before, -1))`
 	} else {
 		sql += `
 	ranked AS (SELECT input.*, row_number() OVER (PARTITION BY ` + key + ` ORDER BY ord) AS pick FROM input),
 	written AS (INSERT INTO ` + table + ` (` + list + `) SELECT ` + list + ` FROM ranked WHERE pick = 1
 		ON CONFLICT (` + key + `) DO NOTHING)
-SELECT ord FROM ranked LEFT JOIN stored ON stored.k = ranked.` + key + `
+SELECT ord FROM ranked ` + stored + `
 WHERE ranked.pick = 1 AND stored.k IS NULL`
 	}
 	return &factTable{sql: sql, cols: len(f.cols), row: f.row}
