@@ -73,7 +73,7 @@ func (t touched) empty() bool {
 // loadOperationsSQL reads each touched operation with what its derivation needs: the sums of
 // its tag's distinct trading deals, the order its stored outcome names and the position it
 // closes. The order an outcome folded into this transaction names is read by
-// folderOrdersSQL, in the same pipeline (queueLoadOperations).
+// foldedOrdersSQL, in the same pipeline (queueLoadOperations).
 //
 // The touched ids are gathered by a UNION of index lookups first: ORs of the four conditions
 // on one scan would read the whole table. The order and the position are lateral lookups by
@@ -254,14 +254,14 @@ func queueDerivedUpdate(b *pgx.Batch, changes []opChange) {
 		ids[i], statuses[i], updated[i], decided[i], changed[i] = c.OperationID, string(d.Status), d.UpdatedAt, d.Decided, c.changed
 		deals[i], attempts[i] = int32(d.Deals), int32(d.Attempt)
 		codes[i], retcodes[i] = nonZero32(d.Code), nonZero32(d.Retcode)
-		msgs[i], prices[i], volumes[i] = nonEmpty(d.Msg), decText(d.ExecPrice), decText(d.ExecutedVolume)
+		msgs[i], prices[i], volumes[i] = nonEmpty(d.Msg), decpOrNull(d.ExecPrice), decpOrNull(d.ExecutedVolume)
 		orderIDs[i], dealIDs[i], positionIDs[i] = nonZero64(d.OrderID), nonZero64(d.DealID), nonZero64(d.PositionID)
 		if x := c.out; x != nil {
 			a, st, un, at := int32(x.Attempt), x.Status, x.Unanswered, x.DecidedAt
 			hasOut[i], outAttempts[i], outStatuses[i], outUnanswered[i], outDecided[i] = true, &a, &st, &un, &at
 			outCodes[i], outRetcodes[i], outMsgs[i] = nonZero32(x.Code), nonZero32(x.Retcode), nonEmpty(x.Msg)
 			outOrders[i], outDeals[i], outPositions[i] = nonZero64(x.OrderID), nonZero64(x.DealID), nonZero64(x.Position)
-			outPrices[i], outVolumes[i] = decText(x.Price), decText(x.Volume)
+			outPrices[i], outVolumes[i] = decpOrNull(x.Price), decpOrNull(x.Volume)
 		}
 	}
 	b.Queue(updateDerivedSQL, ids, statuses, codes, retcodes, msgs, orderIDs, dealIDs, positionIDs, prices, volumes,
@@ -269,7 +269,7 @@ func queueDerivedUpdate(b *pgx.Batch, changes []opChange) {
 		outUnanswered, outOrders, outDeals, outPositions, outPrices, outVolumes, outDecided)
 }
 
-// The array forms of nullText, nullInt, nullInt64 and decpOrNull: nil is NULL.
+// The array forms of nullText, nullInt and nullInt64 (decimals: decpOrNull): nil is NULL.
 func nonEmpty(s string) *string {
 	if s == "" {
 		return nil
@@ -290,14 +290,6 @@ func nonZero64(n int64) *int64 {
 		return nil
 	}
 	return &n
-}
-
-func decText(d *apd.Decimal) *string {
-	if d == nil {
-		return nil
-	}
-	s := dec.String(*d)
-	return &s
 }
 
 // queueLoadOperations queues the read of the touched operations into *ops; folded are the

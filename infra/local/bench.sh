@@ -3,8 +3,9 @@
 #   1. `tradesvc serve` started as a separate process on them (own Postgres and ClickHouse databases, topic
 #      prefix, run directory and ports), and `tradesvc bench` run against it from another process, as a broker's
 #      clients would: keys created and logins funded, an untimed warm-up (warm_up), the scenarios (RESULT
-#      at 200 orders/s for 60 s; ACK at 1,000/s for 60 s; overload at 3x the sustained rate, found in the same run), each report printed and kept
-#      in .run/test/bench-<scenario>.json (.txt: the table); the service's log in .run/test/bench/tradesvc.log;
+#      at 200 orders/s for 60 s; ACK at 1,000/s for 60 s; overload at 3x the sustained rate, found in the same
+#      run), each report printed and kept in .run/test/bench-<scenario>.json (.txt: the table); the service's log
+#      in .run/test/bench/tradesvc.log;
 #   2. every Go Benchmark in the packages that have one, output printed and kept in .run/test/bench.log;
 # the service stopped, its databases and topics dropped, and the test services stopped at the end whatever happens.
 #
@@ -97,18 +98,23 @@ warm_up() {
   local secs=${BENCH_WARMUP_SECONDS:-30}
   ((secs > 0)) || return 0
   log "warm-up: ${BENCH_WARMUP_RATE:-500} ACK orders/s for ${secs}s, untimed (BENCH_WARMUP_SECONDS=0 skips it)"
-  "$SVC_OUT/tradesvc" bench ack --base-url "https://$TRADESVC_LISTEN" --ca-cert "$RUN_DIR/tls/ca.pem" \
-    --keys "$SVC_OUT/keys.jsonl" --create-keys auto --keys-out "$SVC_OUT/keys.jsonl" --fund "${BENCH_FUND:-100000000}" \
-    --rate "${BENCH_WARMUP_RATE:-500}" --duration "${secs}s" --floor=false >"$SVC_OUT/warm-up.txt" 2>&1 ||
+  "$SVC_OUT/tradesvc" bench ack "${client_args[@]}" --rate "${BENCH_WARMUP_RATE:-500}" --duration "${secs}s" \
+    --floor=false >"$SVC_OUT/warm-up.txt" 2>&1 ||
     log "warm-up did not pass its own checks (see .run/test/bench/warm-up.txt); the scenarios run anyway"
+}
+
+# client_args are the flags of every tradesvc bench run: the service, its CA, the keys (created as needed, kept
+# from one run to the next) and the funding of the logins.
+client_args=()
+set_client_args() {
+  client_args=(--base-url "https://$TRADESVC_LISTEN" --ca-cert "$RUN_DIR/tls/ca.pem"
+    --keys "$SVC_OUT/keys.jsonl" --create-keys auto --keys-out "$SVC_OUT/keys.jsonl" --fund "${BENCH_FUND:-100000000}")
 }
 
 # scenario NAME: one tradesvc bench run; its table on stdout and in bench-NAME.txt, its report in bench-NAME.json.
 scenario() {
   local s=$1 args
-  args=(bench "$s" --base-url "https://$TRADESVC_LISTEN" --ca-cert "$RUN_DIR/tls/ca.pem"
-    --keys "$SVC_OUT/keys.jsonl" --create-keys auto --keys-out "$SVC_OUT/keys.jsonl"
-    --fund "${BENCH_FUND:-100000000}" --out "$OUT/bench-$s.json")
+  args=(bench "$s" "${client_args[@]}" --out "$OUT/bench-$s.json")
   local search=(--from "${BENCH_SUSTAIN_FROM:-100}" --max "${BENCH_SUSTAIN_MAX:-3000}" --step "${BENCH_STEP_SECONDS:-10}s")
   case $s in
   result) args+=(--rate "${BENCH_RESULT_RATE:-200}" --duration "${BENCH_RESULT_SECONDS:-60}s") ;;
@@ -132,6 +138,7 @@ scenario() {
 if [[ $SCENARIOS != none ]]; then
   rm -f "$SVC_OUT/keys.jsonl"
   start_service
+  set_client_args
   warm_up
   for s in $SCENARIOS; do scenario "$s"; done
   stop_service
