@@ -1,0 +1,113 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"tradesvc/infra/kafka/batch"
+	"tradesvc/infra/testenv"
+)
+
+// TestPositionsMoveOnlyFromWhereTheStoreStands drives both forms of the check-and-advance
+// (the set-wise statement that stores a partition's first position, the keyed UPDATEs that
+// move stored ones) against Postgres: each moves a position only from where this process
+// left it; a position another writer moved rolls the whole transaction back and resumes from
+// the store.
+func TestPositionsMoveOnlyFromWhereTheStoreStands(t *testing.T) {
+	ctx := context.Background()
+	pool := testenv.MigratedPG(t)
+	const name = "test.positions"
+	at := func(part int32, offsets ...int64) []batch.Message {
+		out := make([]batch.Message, len(offsets))
+		for i, o := range offsets {
+			out[i] = batch.Message{Topic: "t", Partition: part, Offset: o}
+		}
+		return out
+	}
+	stored := func() map[int32]int64 {
+		t.Helper()
+		rows, err := pool.Query(ctx, `SELECT partition, next_offset FROM rm.projection_offsets WHERE projection = $1 AND topic = 't'`, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int32]int64{}
+		for rows.Next() {
+			var p int32
+			var n int64
+			if err := rows.Scan(&p, &n); err != nil {
+				t.Fatal(err)
+			}
+			out[p] = n
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want := func(step string, exp map[int32]int64) {
+		t.Helper()
+		got := stored()
+		if len(got) != len(exp) {
+			t.Fatalf("%s: stored positions %v, want %v", step, got, exp)
+		}
+		for p, n := range exp {
+			if got[p] != n {
+				t.Fatalf("%s: stored positions %v, want %v", step, got, exp)
+			}
+		}
+	}
+	apply := func(p *Positions, msgs ...[]batch.Message) error {
+		var all []batch.Message
+		for _, m := range msgs {
+			all = append(all, m...)
+		}
+		return applyPositioned(ctx, pool, p, all, &pgx.Batch{})
+	}
+
+	p := NewPositions(pool, name)
+	if err := apply(p, at(0, 0, 1, 2), at(1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	want("first positions", map[int32]int64{0: 3, 1: 1})
+	if err := apply(p, at(0, 3, 4), at(1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	want("stored positions moved", map[int32]int64{0: 5, 1: 2})
+	// A redelivery of what was applied moves nothing and fails nothing.
+	if err := apply(p, at(0, 3, 4)); err != nil {
+		t.Fatal(err)
+	}
+	want("a redelivery", map[int32]int64{0: 5, 1: 2})
+
+	// Another writer (a projector that took the partition over) moved partition 0 on.
+	if _, err := pool.Exec(ctx, `UPDATE rm.projection_offsets SET next_offset = 9 WHERE projection = $1 AND topic = 't' AND partition = 0`, name); err != nil {
+		t.Fatal(err)
+	}
+	err := apply(p, at(0, 5), at(1, 2))
+	if !errors.Is(err, errPositionsMoved) || !errors.Is(err, batch.ErrResume) {
+		t.Fatalf("an advance from where the store no longer stands: %v, want errPositionsMoved and batch.ErrResume", err)
+	}
+	want("the failed advance rolled back", map[int32]int64{0: 9, 1: 2})
+	// The next attempt starts from the store: offset 5 of partition 0 is behind it.
+	if err := apply(p, at(0, 5), at(1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	want("resumed from the store", map[int32]int64{0: 9, 1: 3})
+
+	// A second process that knows nothing reads the store, and a first position of a new
+	// partition goes with moved ones in one transaction.
+	q := NewPositions(pool, name)
+	if err := apply(q, at(0, 9), at(1, 3), at(2, 0)); err != nil {
+		t.Fatal(err)
+	}
+	want("a new process", map[int32]int64{0: 10, 1: 4, 2: 1})
+	// The first process's memory is now behind the store: its advance fails, changes nothing.
+	err = apply(p, at(1, 3))
+	if !errors.Is(err, errPositionsMoved) {
+		t.Fatalf("an advance from a position another process moved: %v, want errPositionsMoved", err)
+	}
+	want("the stale advance rolled back", map[int32]int64{0: 10, 1: 4, 2: 1})
+}
