@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -12,8 +13,8 @@ import (
 )
 
 // TestPositionsMoveOnlyFromWhereTheStoreStands drives both forms of the check-and-advance
-// (the set-wise statement that stores a partition's first position, the keyed UPDATEs that
-// move stored ones) against Postgres: each moves a position only from where this process
+// (the set-wise statement of several partitions or a first position, the keyed UPDATE of one
+// stored position) against Postgres: each moves a position only from where this process
 // left it; a position another writer moved rolls the whole transaction back and resumes from
 // the store.
 func TestPositionsMoveOnlyFromWhereTheStoreStands(t *testing.T) {
@@ -27,36 +28,20 @@ func TestPositionsMoveOnlyFromWhereTheStoreStands(t *testing.T) {
 		}
 		return out
 	}
-	stored := func() map[int32]int64 {
+	want := func(step string, exp map[int32]int64) {
 		t.Helper()
 		rows, err := pool.Query(ctx, `SELECT partition, next_offset FROM rm.projection_offsets WHERE projection = $1 AND topic = 't'`, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := map[int32]int64{}
-		for rows.Next() {
-			var p int32
-			var n int64
-			if err := rows.Scan(&p, &n); err != nil {
-				t.Fatal(err)
-			}
-			out[p] = n
-		}
-		if err := rows.Err(); err != nil {
+		got := map[int32]int64{}
+		var part int32
+		var next int64
+		if _, err := pgx.ForEachRow(rows, []any{&part, &next}, func() error { got[part] = next; return nil }); err != nil {
 			t.Fatal(err)
 		}
-		return out
-	}
-	want := func(step string, exp map[int32]int64) {
-		t.Helper()
-		got := stored()
-		if len(got) != len(exp) {
+		if !maps.Equal(got, exp) {
 			t.Fatalf("%s: stored positions %v, want %v", step, got, exp)
-		}
-		for p, n := range exp {
-			if got[p] != n {
-				t.Fatalf("%s: stored positions %v, want %v", step, got, exp)
-			}
 		}
 	}
 	apply := func(p *Positions, msgs ...[]batch.Message) error {
