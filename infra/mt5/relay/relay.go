@@ -37,6 +37,13 @@ type CursorStore interface {
 type RelayConfig struct {
 	// Batch is the most facts or ticks read and appended at once (default 500).
 	Batch int
+	// FactsPace is the least time between two appends of facts (default 25ms): the first
+	// fact after a quiet spell is appended at once, and under a steady flow the facts of that
+	// time go in one produce. The executor carries the facts its sends cause in band, so this
+	// delays only what nothing else carries (SL/TP, stop-outs, deposits, a send's facts that
+	// had no in-band answer), and takes one produce and one fetch of every consumer of the
+	// trades topic per order off the broker.
+	FactsPace time.Duration
 	// AccountsEvery is how often account figures are polled and republished when they
 	// changed (default 1s).
 	AccountsEvery time.Duration
@@ -58,6 +65,7 @@ type RelayConfig struct {
 
 func (c *RelayConfig) defaults() {
 	c.Batch = check.PositiveOr(c.Batch, 500)
+	c.FactsPace = check.PositiveOr(c.FactsPace, 25*time.Millisecond)
 	c.AccountsEvery = check.PositiveOr(c.AccountsEvery, time.Second)
 	c.ReferenceEvery = check.PositiveOr(c.ReferenceEvery, 30*time.Second)
 	c.StatsEvery = check.PositiveOr(c.StatsEvery, time.Second)
@@ -150,7 +158,7 @@ func (r *Relay) relayFacts(ctx context.Context) (err error) {
 	// RESULT wait never queues behind the previous batch's cursor commit. A crash then re-appends
 	// at most the facts since the last save, which the projections drop by their seq.
 	return relayFeed(ctx, r, feed[mt5.Fact]{cursor: CursorFacts, what: "facts", topic: events.TopicTrades(),
-		read: r.port.Facts, seq: func(f mt5.Fact) uint64 { return f.Seq }, caughtUp: r.factsCaughtUp,
+		pace: r.cfg.FactsPace, read: r.port.Facts, seq: func(f mt5.Fact) uint64 { return f.Seq }, caughtUp: r.factsCaughtUp,
 		events: func(facts []mt5.Fact) []events.Event {
 			evs := make([]events.Event, 0, len(facts))
 			for _, f := range facts {
@@ -183,6 +191,8 @@ type feed[T any] struct {
 	cursor string
 	what   string // for errors: "facts", "ticks"
 	topic  events.Topic
+	// pace is the least time between two appends (0: none).
+	pace   time.Duration
 	read   func(ctx context.Context, after uint64, max int) ([]T, error)
 	events func([]T) []events.Event
 	seq    func(T) uint64
@@ -199,7 +209,13 @@ func relayFeed[T any](ctx context.Context, r *Relay, f feed[T]) error {
 	}
 	save, stop := r.saveBehind(ctx, f.cursor)
 	defer stop()
+	var appended time.Time
 	for {
+		if f.pace > 0 && !appended.IsZero() {
+			if err := wait.For(ctx, time.Until(appended.Add(f.pace))); err != nil {
+				return err
+			}
+		}
 		pollCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		got, err := f.read(pollCtx, cursor, r.cfg.Batch)
 		cancel()
@@ -222,6 +238,7 @@ func relayFeed[T any](ctx context.Context, r *Relay, f feed[T]) error {
 		if err := r.out.Append(ctx, f.topic, evs...); err != nil {
 			return fmt.Errorf("append %d %s: %w", len(evs), f.what, err)
 		}
+		appended = time.Now()
 		cursor = f.seq(got[len(got)-1])
 		r.appended(f.cursor, len(evs), cursor)
 		f.caughtUp(len(got) < r.cfg.Batch)
