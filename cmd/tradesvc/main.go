@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"syscall"
 
 	"tradesvc/infra/config"
@@ -41,22 +40,8 @@ Every command also takes the configuration flags (see 'tradesvc serve --help') o
 TRADESVC_* environment variables.
 `
 
-// defaultGCPercent is the garbage collector's target when GOGC is not set: the service
-// allocates per order and shares its cores, so collecting half as often (heap up to three
-// times what is live) is CPU given back to the order path. defaultMemoryLimit (when
-// GOMEMLIMIT is not set) makes it collect sooner rather than grow past 1 GiB.
-const (
-	defaultGCPercent   = 200
-	defaultMemoryLimit = 1 << 30
-)
-
 func main() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(defaultMemoryLimit)
-	}
+	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

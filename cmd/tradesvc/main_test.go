@@ -108,3 +108,36 @@ func TestBadUsageFailsOnStderrWithNothingOnStdout(t *testing.T) {
 		}
 	}
 }
+
+func TestMemoryLimitIsAQuarterOfWhatTheProcessMayUseAndAtLeastOneGiB(t *testing.T) {
+	const gib = 1 << 30
+	for _, c := range []struct {
+		name          string
+		total, cgroup uint64
+		want          int64
+	}{
+		{"the machine's memory, no cgroup limit", 24 * gib, 0, 6 * gib},
+		{"a cgroup limit below the machine's", 64 * gib, 8 * gib, 2 * gib},
+		{"a cgroup limit above the machine's", 16 * gib, 32 * gib, 4 * gib},
+		{"a small machine: the floor", 2 * gib, 0, gib},
+		{"nothing known: the floor", 0, 0, gib},
+		{"only the cgroup known", 0, 12 * gib, 3 * gib},
+	} {
+		if got := memoryLimit(c.total, c.cgroup); got != c.want {
+			t.Errorf("%s: memoryLimit(%d, %d) = %d, want %d", c.name, c.total, c.cgroup, got, c.want)
+		}
+	}
+}
+
+func TestParseCgroupLimit(t *testing.T) {
+	for in, want := range map[string]uint64{
+		"max\n":                 0, // v2: no limit
+		"9223372036854771712\n": 0, // v1: no limit
+		"8589934592\n":          8 << 30,
+		"garbage":               0,
+	} {
+		if got := parseCgroupLimit([]byte(in)); got != want {
+			t.Errorf("parseCgroupLimit(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
