@@ -480,6 +480,7 @@ func (f *ChangeFeed) endLagging(now time.Time) {
 func (f *ChangeFeed) dispatch(part int32, rows []query.Change) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	var matched subsByLogin
 	for _, c := range rows {
 		last := f.last[part]
 		if c.Seq <= last {
@@ -489,13 +490,37 @@ func (f *ChangeFeed) dispatch(part int32, rows []query.Change) bool {
 			return false
 		}
 		f.last[part] = c.Seq
-		f.deliver(c)
+		f.deliver(c, &matched)
 	}
 	return true
 }
 
-// deliver hands one change to its waiters, observers and subscriptions (f.mu held).
-func (f *ChangeFeed) deliver(c query.Change) {
+// subsByLogin holds, for one dispatch, the subscriptions each login of its rows matches:
+// every subscription's Match is asked once per login of the dispatch instead of once per row
+// (an order's rows are of one login; a page under load holds hundreds of rows of a few).
+type subsByLogin map[int64][]*Subscription
+
+// of returns the subscriptions login matches (f.mu held).
+func (m *subsByLogin) of(f *ChangeFeed, login int64) []*Subscription {
+	if subs, ok := (*m)[login]; ok {
+		return subs
+	}
+	if *m == nil {
+		*m = subsByLogin{}
+	}
+	var subs []*Subscription
+	for s := range f.subs {
+		if s.scope.Match(login) {
+			subs = append(subs, s)
+		}
+	}
+	(*m)[login] = subs
+	return subs
+}
+
+// deliver hands one change to its waiters, observers and subscriptions (f.mu held), the
+// subscriptions as matched tells.
+func (f *ChangeFeed) deliver(c query.Change, matched *subsByLogin) {
 	for _, o := range f.observers {
 		o(c)
 	}
@@ -509,9 +534,9 @@ func (f *ChangeFeed) deliver(c query.Change) {
 	if !query.IsUserStreamKind(c.Kind) || c.Fact == nil {
 		return
 	}
-	for s := range f.subs {
-		if !s.scope.Match(c.Login) {
-			continue
+	for _, s := range matched.of(f, c.Login) {
+		if _, ok := f.subs[s]; !ok {
+			continue // ended by an earlier row of this dispatch
 		}
 		select {
 		case s.ch <- c:
