@@ -42,7 +42,14 @@ type Admission struct {
 	reason   string               // why the last one was
 	limit    int                  // the adaptive in-flight bound (adapt)
 	adjusted time.Time            // when it was last considered
+	sched    time.Duration        // the scheduling latency p99 adapt read last
+	hot      int                  // windows in a row whose scheduling latency was past MaxSchedDelay
 }
+
+// saturatedWindows is how many Adjust windows in a row the scheduling latency must be past
+// MaxSchedDelay for the process to count as saturated: one slow window (a collection, a
+// burst) lowers nothing.
+const saturatedWindows = 2
 
 // AdmissionConfig bounds the work a gateway lets into the order path.
 type AdmissionConfig struct {
@@ -59,6 +66,13 @@ type AdmissionConfig struct {
 	StaleLimit int
 	// RiskFactor multiplies every bound for risk-reducing operations (default 4).
 	RiskFactor int
+	// MaxSchedDelay: when this process's goroutines waited longer than this for a CPU (the
+	// 99th percentile of SchedDelay over the last Adjust), the gateway is saturated: every
+	// answer it gives, -1008 included, queues behind the work it let in. The in-flight bound
+	// then falls as while the path lags, so that less is let in and shedding stays quick
+	// (0: not watched). SchedDelay reads it (SchedLatency.P99; nil: not watched).
+	MaxSchedDelay time.Duration
+	SchedDelay    func() time.Duration
 	// Forget drops an operation never seen decided after this long (an outcome the change
 	// feed missed while it reconnected; default 10 s).
 	Forget time.Duration
@@ -170,18 +184,33 @@ func (a *Admission) trim(now time.Time) {
 	a.queue = a.queue[i:]
 }
 
-// adapt moves the in-flight bound, at most every Adjust (a.mu held): while the path lags,
-// to nine tenths of what is in flight (or of the bound, when less is), never below
-// MinInFlight; while it keeps up and four fifths of the bound are in flight, up by a tenth,
-// never above MaxInFlight.
+// adapt moves the in-flight bound, at most every Adjust (a.mu held): while the path lags, to
+// nine tenths of what is in flight (or of the bound, when less is); while the process is
+// saturated (MaxSchedDelay, two windows in a row), to nine tenths of twice what is in flight
+// (or of the bound); never below MinInFlight. While the path keeps up and four fifths of the
+// bound are in flight, up by a tenth, never above MaxInFlight.
 func (a *Admission) adapt(now time.Time) {
 	if now.Sub(a.adjusted) < a.cfg.Adjust {
 		return
 	}
 	a.adjusted = now
 	n := len(a.inFlight)
+	saturated := false
+	if a.cfg.SchedDelay != nil && a.cfg.MaxSchedDelay > 0 {
+		a.sched = a.cfg.SchedDelay()
+		if a.sched > a.cfg.MaxSchedDelay {
+			a.hot++
+		} else {
+			a.hot = 0
+		}
+		saturated = a.hot >= saturatedWindows
+	}
 	if a.stale(now, a.cfg.MaxAge, a.cfg.StaleLimit) {
 		a.limit = max(a.cfg.MinInFlight, min(a.limit, n)*9/10)
+		return
+	}
+	if saturated { // gentler than a lag: twice what is in flight is left for bursts
+		a.limit = max(a.cfg.MinInFlight, min(a.limit, 2*n)*9/10)
 		return
 	}
 	if n*5 >= a.limit*4 {
@@ -238,6 +267,9 @@ type AdmissionState struct {
 	Shedding bool      `json:"shedding"`
 	Reason   string    `json:"reason,omitempty"`
 	LastShed time.Time `json:"lastShed,omitzero"`
+	// SchedDelayP99Ms is the process's scheduling latency p99 as the bound last read it
+	// (MaxSchedDelay; 0 when not watched).
+	SchedDelayP99Ms float64 `json:"schedDelayP99Ms"`
 }
 
 // State reports the admission control's state now.
@@ -245,7 +277,8 @@ func (a *Admission) State() AdmissionState {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := AdmissionState{InFlight: len(a.inFlight), Bound: a.limit, LastShed: a.shedAt}
+	s := AdmissionState{InFlight: len(a.inFlight), Bound: a.limit, LastShed: a.shedAt,
+		SchedDelayP99Ms: float64(a.sched.Microseconds()) / 1000}
 	if !a.shedAt.IsZero() && now.Sub(a.shedAt) < 5*time.Second {
 		s.Shedding, s.Reason = true, a.reason
 	}

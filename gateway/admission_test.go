@@ -234,3 +234,53 @@ func TestAdmissionBoundAdaptsToTheLag(t *testing.T) {
 		t.Fatalf("bound %d after the path kept up, want MaxInFlight 100", got)
 	}
 }
+
+// Two Adjust windows in a row whose scheduling latency is past MaxSchedDelay lower the bound
+// to nine tenths of twice what is in flight (a lag: of what is in flight); one such window
+// lowers nothing, and flattening keeps its static bound.
+func TestAdmissionBoundFallsWhileTheProcessIsSaturated(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	delay := time.Millisecond
+	a := gateway.NewAdmission(gateway.AdmissionConfig{MaxInFlight: 100, MinInFlight: 5, MaxAge: time.Hour,
+		StaleLimit: 1000, Adjust: 10 * time.Millisecond, RiskFactor: 2, Forget: time.Hour,
+		MaxSchedDelay: 30 * time.Millisecond, SchedDelay: func() time.Duration { return delay }}, clk.now)
+	for i := range 50 {
+		a.Queued(fmt.Sprintf("op%d", i))
+	}
+	step := func() string {
+		clk.t = clk.t.Add(10 * time.Millisecond)
+		return a.Admit(trading.KindPlaceOrder)
+	}
+	if r := step(); r != "" || a.State().Bound != 100 {
+		t.Fatalf("quick scheduling: reason %q, bound %d; want admitted, bound 100", r, a.State().Bound)
+	}
+	delay = 40 * time.Millisecond
+	if r := step(); r != "" || a.State().Bound != 100 {
+		t.Fatalf("one slow window: reason %q, bound %d; want admitted, bound still 100", r, a.State().Bound)
+	}
+	if got := a.State().SchedDelayP99Ms; got != 40 {
+		t.Fatalf("state shows a scheduling latency of %v ms; want 40", got)
+	}
+	step()
+	if got := a.State().Bound; got != 90 {
+		t.Fatalf("bound %d after two slow windows with 50 in flight; want 90", got)
+	}
+	step()
+	if got := a.State().Bound; got != 81 {
+		t.Fatalf("bound %d after three slow windows with 50 in flight; want 81", got)
+	}
+	for i := 50; i < 81; i++ {
+		a.Queued(fmt.Sprintf("op%d", i))
+	}
+	if r := a.Admit(trading.KindPlaceOrder); r != "in-flight" {
+		t.Fatalf("81 in flight at a bound of 81: reason %q, want in-flight", r)
+	}
+	if r := a.Admit(trading.KindCancelOrder); r != "" {
+		t.Fatalf("a cancel while saturated: shed for %q; flattening keeps its static bound", r)
+	}
+	delay = time.Millisecond
+	step()
+	if got := a.State().Bound; got != 89 {
+		t.Fatalf("bound %d once scheduling is quick again with 81 in flight; want 89 (nearly reached: up by a tenth)", got)
+	}
+}

@@ -15,4 +15,7 @@ type Admission struct {
 	StaleLimit int
 	// RiskFactor multiplies the bounds for cancels, closes and sweeps.
 	RiskFactor int
+	// MaxSchedDelay: past this p99 of the time the gateway's goroutines wait for a CPU, the
+	// process is saturated and the in-flight bound falls as while the path lags (0: off).
+	MaxSchedDelay time.Duration
 }
