@@ -69,8 +69,8 @@ type AdmissionConfig struct {
 	// MaxSchedDelay: when this process's goroutines waited longer than this for a CPU (the
 	// 99th percentile of SchedDelay over the last Adjust), the gateway is saturated: every
 	// answer it gives, -1008 included, queues behind the work it let in. The in-flight bound
-	// then falls as while the path lags, so that less is let in and shedding stays quick
-	// (0: not watched). SchedDelay reads it (SchedLatency.P99; nil: not watched).
+	// then falls (adapt), so that less is let in and shedding stays quick (0: not watched).
+	// SchedDelay reads it (SchedLatency.P99; nil: not watched).
 	MaxSchedDelay time.Duration
 	SchedDelay    func() time.Duration
 	// Forget drops an operation never seen decided after this long (an outcome the change

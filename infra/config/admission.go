@@ -16,6 +16,6 @@ type Admission struct {
 	// RiskFactor multiplies the bounds for cancels, closes and sweeps.
 	RiskFactor int
 	// MaxSchedDelay: past this p99 of the time the gateway's goroutines wait for a CPU, the
-	// process is saturated and the in-flight bound falls as while the path lags (0: off).
+	// process is saturated and the in-flight bound falls (gateway.Admission; 0: off).
 	MaxSchedDelay time.Duration
 }

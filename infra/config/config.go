@@ -168,7 +168,7 @@ func (c *Config) settings() []setting {
 		positive(&a.MaxAge, "admit-max-age", "750ms", "admission: an operation awaiting its outcome longer is late"),
 		count(&a.StaleLimit, "admit-stale-limit", "100", "admission: late operations past which new orders get -1008"),
 		count(&a.RiskFactor, "admit-risk-factor", "4", "admission: how many times larger the bounds are for cancels, closes and sweeps"),
-		nonNegative(&a.MaxSchedDelay, "admit-max-sched-delay", "35ms", "admission: past this p99 of the time the process's goroutines wait for a CPU (two 150 ms windows in a row), the in-flight bound falls as while the path lags (0: off)"),
+		nonNegative(&a.MaxSchedDelay, "admit-max-sched-delay", "35ms", "admission: past this p99 of the time the process's goroutines wait for a CPU (two 150 ms windows in a row), the in-flight bound falls (0: off)"),
 	}
 }
 
