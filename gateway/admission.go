@@ -70,7 +70,7 @@ type AdmissionConfig struct {
 	// 99th percentile of SchedDelay over the last Adjust), the gateway is saturated: every
 	// answer it gives, -1008 included, queues behind the work it let in. The in-flight bound
 	// then falls (adapt), so that less is let in and shedding stays quick (0: not watched).
-	// SchedDelay reads it (SchedLatency.P99; nil: not watched).
+	// SchedDelay reads it (default: the runtime's, SchedLatency.P99).
 	MaxSchedDelay time.Duration
 	SchedDelay    func() time.Duration
 	// Forget drops an operation never seen decided after this long (an outcome the change
@@ -88,6 +88,9 @@ func (c *AdmissionConfig) defaults() {
 	c.MinInFlight = min(check.PositiveOr(c.MinInFlight, 100), c.MaxInFlight)
 	c.Adjust = check.PositiveOr(c.Adjust, c.MaxAge/5)
 	c.Forget = check.PositiveOr(c.Forget, 10*time.Second)
+	if c.MaxSchedDelay > 0 && c.SchedDelay == nil {
+		c.SchedDelay = NewSchedLatency().P99
+	}
 }
 
 // NewAdmission builds the admission control; now is the gateway's clock.
@@ -196,7 +199,7 @@ func (a *Admission) adapt(now time.Time) {
 	a.adjusted = now
 	n := len(a.inFlight)
 	saturated := false
-	if a.cfg.SchedDelay != nil && a.cfg.MaxSchedDelay > 0 {
+	if a.cfg.MaxSchedDelay > 0 {
 		a.sched = a.cfg.SchedDelay()
 		if a.sched > a.cfg.MaxSchedDelay {
 			a.hot++

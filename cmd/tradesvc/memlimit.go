@@ -39,7 +39,7 @@ func memoryLimit(total, cgroup uint64) int64 {
 	if cgroup > 0 && (avail == 0 || cgroup < avail) {
 		avail = cgroup
 	}
-	return max(int64(min(avail/4, 1<<62)), minMemoryLimit)
+	return max(int64(avail/4), minMemoryLimit)
 }
 
 // readMemTotal is the machine's memory in bytes (/proc/meminfo), 0 when unknown.

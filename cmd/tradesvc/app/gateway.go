@@ -71,7 +71,7 @@ func (a *App) runGateway(ctx context.Context) error {
 	srv, err := gateway.New(gateway.Config{TLS: tlsCfg, Logger: a.log.With("role", "gateway"),
 		OnRequest: a.metrics.HTTPRequest, OnStage: a.metrics.OrderStage, Streams: a.streamsConfig(),
 		Admission: gateway.AdmissionConfig{MaxInFlight: adm.MaxInFlight, MinInFlight: adm.MinInFlight, MaxAge: adm.MaxAge, StaleLimit: adm.StaleLimit,
-			RiskFactor: adm.RiskFactor, OnShed: a.metrics.Shed, MaxSchedDelay: adm.MaxSchedDelay, SchedDelay: schedDelay(adm.MaxSchedDelay)}},
+			RiskFactor: adm.RiskFactor, OnShed: a.metrics.Shed, MaxSchedDelay: adm.MaxSchedDelay}},
 		gateway.Deps{Keys: gatewayKeys{store}, Switches: a.switches, Accounts: ref.Cached(), Clock: a.now,
 			Streams:    gateway.StreamDeps{Market: market, Symbols: ref, Changes: feed, ListenKeys: listenKeys, Bars: bars},
 			RateLimits: limits},
@@ -139,13 +139,4 @@ func (g gatewayKeys) Lookup(ctx context.Context, apiKey string) (gateway.Key, er
 	return gateway.Key{ID: strconv.FormatInt(rec.ID, 10), APIKey: rec.APIKey, Secret: rec.Secret, Logins: rec.Logins,
 		ReadOnly: rec.ReadOnly, AllowCIDRs: rec.AllowCIDRs, Revoked: rec.RevokedAt != 0,
 		WeightPerMinute: rec.Limits.WeightPerMinute, Orders10s: rec.Limits.Orders10s, Orders1m: rec.Limits.Orders1m}, nil
-}
-
-// schedDelay reads the process's scheduling latency for admission control when it is
-// watched (max > 0).
-func schedDelay(max time.Duration) func() time.Duration {
-	if max <= 0 {
-		return nil
-	}
-	return gateway.NewSchedLatency().P99
 }

@@ -211,10 +211,8 @@ func relayFeed[T any](ctx context.Context, r *Relay, f feed[T]) error {
 	defer stop()
 	var appended time.Time
 	for {
-		if f.pace > 0 && !appended.IsZero() {
-			if err := wait.For(ctx, time.Until(appended.Add(f.pace))); err != nil {
-				return err
-			}
+		if err := wait.For(ctx, time.Until(appended.Add(f.pace))); err != nil {
+			return err // (a first round, or no pace, waits for nothing)
 		}
 		pollCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		got, err := f.read(pollCtx, cursor, r.cfg.Batch)

@@ -166,13 +166,15 @@ func (e *riEnv) highWater(topic events.Topic) int64 {
 }
 
 // simFacts returns every fact the simulator has, 1..last.
-func (e *riEnv) simFacts() []mt5.Fact {
-	e.t.Helper()
+func (e *riEnv) simFacts() []mt5.Fact { return allFacts(e.ctx, e.sim) }
+
+// allFacts returns every fact s has, 1..last (a read that finds none for 300 ms ends it).
+func allFacts(ctx context.Context, s *sim.Sim) []mt5.Fact {
 	var out []mt5.Fact
 	var after uint64
 	for {
-		ctx, cancel := context.WithTimeout(e.ctx, 300*time.Millisecond)
-		fs, err := e.sim.Facts(ctx, after, 1000)
+		rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		fs, err := s.Facts(rctx, after, 1000)
 		cancel()
 		if err != nil || len(fs) == 0 {
 			return out

@@ -101,13 +101,12 @@ func TestRelayPacesFactsButNotTheFirstAfterAQuietSpell(t *testing.T) {
 	}
 	testenv.Background(t, ctx, 10*time.Second, r.Run)
 
-	send := func() uint64 {
+	send := func() {
 		t.Helper()
 		res, err := s.Send(ctx, riMarket(1001, "EURUSD", trading.OrderBuy, "0.10"))
 		if err != nil || res.Retcode != trading.RetDone {
 			t.Fatalf("send: %v, retcode %d", err, res.Retcode)
 		}
-		return lastFacts(s)
 	}
 
 	// A quiet relay: the first fact goes out well inside the pace.
@@ -118,10 +117,11 @@ func TestRelayPacesFactsButNotTheFirstAfterAQuietSpell(t *testing.T) {
 		t.Fatalf("the first fact after a quiet spell took %v to be appended; want it at once (pace %v)", took, pace)
 	}
 	// A flow: three more orders right behind it wait for the pace.
-	var last uint64
 	for range 3 {
-		last = send()
+		send()
 	}
+	fs := allFacts(ctx, s)
+	last := fs[len(fs)-1].Seq
 	got = out.waitSeq(t, last)
 	for i := 1; i < len(got); i++ {
 		if gap := got[i].at.Sub(got[i-1].at); gap < pace {
@@ -142,19 +142,5 @@ func TestRelayPacesFactsButNotTheFirstAfterAQuietSpell(t *testing.T) {
 	}
 	if next != last+1 {
 		t.Fatalf("appended facts 1..%d; want 1..%d", next-1, last)
-	}
-}
-
-// lastFacts is the newest fact sequence the simulator has.
-func lastFacts(s *sim.Sim) uint64 {
-	var after uint64
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		fs, err := s.Facts(ctx, after, 1000)
-		cancel()
-		if err != nil || len(fs) == 0 {
-			return after
-		}
-		after = fs[len(fs)-1].Seq
 	}
 }
