@@ -215,32 +215,60 @@ func (p *Positions) known(ctx context.Context, tx querier, tps []topicPartition)
 // of one stored position (a transaction of one partition's batch: every RESULT at low load)
 // is a keyed UPDATE, half the set-wise statement's time in Postgres; an advance of several is
 // the set-wise statement, which costs a sixth of a keyed UPDATE per partition at 24.
-func (p *Positions) queue(b *pgx.Batch, adv *advance) {
+//
+// fenced: the statement itself fails the transaction (SQLSTATE fencePositions) when a position
+// is not where expected, for a transaction that commits in the same pipeline (the check after
+// the pipeline would come too late).
+func (p *Positions) queue(b *pgx.Batch, adv *advance, fenced bool) {
 	if len(adv.topics) == 0 {
 		return
 	}
 	if len(adv.topics) == 1 && adv.expected[0] != -1 {
-		b.Queue(`UPDATE rm.projection_offsets SET next_offset = $5, updated_at = now()
-			WHERE projection = $1 AND topic = $2 AND partition = $3 AND next_offset = $4`,
-			p.name, adv.topics[0], adv.partitions[0], adv.expected[0], adv.next[0]).Exec(func(ct pgconn.CommandTag) error {
+		const update = `UPDATE rm.projection_offsets SET next_offset = $5, updated_at = now()
+			WHERE projection = $1 AND topic = $2 AND partition = $3 AND next_offset = $4`
+		args := []any{p.name, adv.topics[0], adv.partitions[0], adv.expected[0], adv.next[0]}
+		if fenced {
+			b.Queue(`WITH moved AS (`+update+` RETURNING 1)
+				SELECT rm.fence(count(*) = 1, '`+fencePositions+`', 'the stored positions are not where this projector left them') FROM moved`,
+				args...).Exec(func(pgconn.CommandTag) error {
+				adv.held = 1
+				return nil
+			})
+			return
+		}
+		b.Queue(update, args...).Exec(func(ct pgconn.CommandTag) error {
 			adv.held = int(ct.RowsAffected())
 			return nil
 		})
 		return
 	}
-	b.Queue(`WITH x AS (SELECT * FROM unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[])
+	const advance = `WITH x AS (SELECT * FROM unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[])
 			AS x(topic, partition, expected, next)),
 		moved AS (UPDATE rm.projection_offsets o SET next_offset = x.next, updated_at = now() FROM x
 			WHERE o.projection = $1 AND o.topic = x.topic AND o.partition = x.partition
 			AND o.next_offset = x.expected RETURNING 1),
 		fresh AS (INSERT INTO rm.projection_offsets (projection, topic, partition, next_offset)
 			SELECT $1, x.topic, x.partition, x.next FROM x WHERE x.expected = -1
-			ON CONFLICT DO NOTHING RETURNING 1)
-		SELECT (SELECT count(*) FROM moved) + (SELECT count(*) FROM fresh)`,
-		p.name, adv.topics, adv.partitions, adv.expected, adv.next).QueryRow(func(row pgx.Row) error {
+			ON CONFLICT DO NOTHING RETURNING 1),
+		held AS (SELECT (SELECT count(*) FROM moved) + (SELECT count(*) FROM fresh) AS n)`
+	args := []any{p.name, adv.topics, adv.partitions, adv.expected, adv.next}
+	if fenced {
+		b.Queue(advance+`
+		SELECT rm.fence(n = $6, '`+fencePositions+`', 'the stored positions are not where this projector left them') FROM held`,
+			append(args, len(adv.topics))...).Exec(func(pgconn.CommandTag) error {
+			adv.held = len(adv.topics)
+			return nil
+		})
+		return
+	}
+	b.Queue(advance+` SELECT n FROM held`, args...).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&adv.held)
 	})
 }
+
+// fencePositions is the SQLSTATE of a fenced check-and-advance that found a position elsewhere
+// than expected (queue): the transaction fails as errPositionsMoved.
+const fencePositions = "TSP01"
 
 // check fails when the statement did not find the store where the advance expected it.
 func (adv *advance) check() error {

@@ -151,7 +151,7 @@ func applyPositioned(ctx context.Context, pool *pgxpool.Pool, positions *Positio
 		if _, adv, err = positions.plan(ctx, tx, msgs); err != nil {
 			return err
 		}
-		positions.queue(b, adv)
+		positions.queue(b, adv, false)
 		if b.Len() == 0 {
 			return nil
 		}

@@ -50,6 +50,9 @@ type TradingConfig struct {
 	// Stage, when set, is told how long each outcome took from its decision to reach the
 	// projection ("consumed") and to the commit that applied it ("projected", metrics).
 	Stage func(stage string, took time.Duration)
+	// Fresh, when set, is told of each batch planned as fresh (trading_fresh.go): applied in
+	// one pipeline, or fenced (its fence failed and it took the long way; metrics).
+	Fresh func(fenced bool)
 	// Logger receives pruning problems (default slog.Default()).
 	Logger *slog.Logger
 	// ChangeRetention is how long change-feed rows are kept (default 1h); PruneEvery how
@@ -215,6 +218,23 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 				return nil
 			}
 			prepared = true
+			// A fresh batch goes in one pipeline (trading_fresh.go); when its fence finds it
+			// is not, the long way below applies it, from items made anew.
+			if fb, ok := t.planFresh(items); ok {
+				adv, rows, err := t.applyFresh(ctx, msgs, items, logins, fb)
+				if err == nil {
+					t.freshDone(false)
+					t.committed(ctx, msgs, adv, items, rows)
+					return nil
+				}
+				if !errors.Is(err, errNotFresh) {
+					return fmt.Errorf("trading projection: %w", t.positions.failed(adv, err))
+				}
+				t.freshDone(true)
+				if items, logins, err = tradingItems(kept, t.seen); err != nil {
+					return fmt.Errorf("trading projection: %w", err)
+				}
+			}
 		}
 	}
 	err := t.inPipeTx(ctx, func(tx *pipeTx) error {
@@ -237,7 +257,7 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 		// deadlock) serialise the writers of one login for as short a time as that.
 		b := &pgx.Batch{}
 		if adv != nil {
-			t.positions.queue(b, adv)
+			t.positions.queue(b, adv, false)
 		}
 		queueFacts(b, logins, items)
 		tc := touchedBy(items)
@@ -288,6 +308,14 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 		}
 		return fmt.Errorf("trading projection: %w", err)
 	}
+	t.committed(ctx, msgs, adv, items, rows)
+	return nil
+}
+
+// committed is what follows a transaction that committed msgs: this process's positions and
+// copies learn it, the change rows go to the feed.
+func (t *Trading) committed(ctx context.Context, msgs []batch.Message, adv *advance, items []*tradingItem,
+	rows map[int32][]changeRow) {
 	if adv != nil {
 		t.positions.committed(adv)
 	}
@@ -303,7 +331,6 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 	}
 	t.announce(rows)
 	t.maybePrune(ctx)
-	return nil
 }
 
 // foldedOutcomes lists the outcomes of items that the update of the derived columns writes.
@@ -431,10 +458,21 @@ type tradingItem struct {
 // queueFacts queues the logins' locks and every event's statement; each item learns whether
 // it changed a row.
 func queueFacts(b *pgx.Batch, logins []int64, items []*tradingItem) {
+	queueLocks(b, logins)
+	queueItems(b, items)
+}
+
+// queueLocks queues the logins' advisory locks, held until the transaction ends: one
+// statement takes them all, in ascending order (concurrent transactions never deadlock).
+func queueLocks(b *pgx.Batch, logins []int64) {
 	if len(logins) > 0 {
-		// One statement takes them all, in ascending order.
 		b.Queue(`SELECT pg_advisory_xact_lock(l) FROM (SELECT l FROM unnest($1::bigint[]) AS l ORDER BY l) s`, logins)
 	}
+}
+
+// queueItems queues every event's statement (the facts of a table in one); each item learns
+// whether it changed a row.
+func queueItems(b *pgx.Batch, items []*tradingItem) {
 	var tables []*factTable
 	facts := map[*factTable][]*tradingItem{}
 	for _, it := range items {

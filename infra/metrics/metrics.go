@@ -42,6 +42,7 @@ type Metrics struct {
 	heartbeatAge prometheus.Gauge
 	orderStage   *prometheus.HistogramVec
 	shed         *prometheus.CounterVec
+	freshBatches *prometheus.CounterVec
 }
 
 // New registers every collector on a fresh registry (plus the Go runtime and process ones).
@@ -105,10 +106,22 @@ func New() *Metrics {
 		shed: counter("shed_total",
 			"Operations answered -1008 (overloaded; did not execute), by kind and the bound that was passed.",
 			"kind", "reason"),
+		freshBatches: counter("trading_fresh_batches_total",
+			"Batches the trading projection planned as fresh (docs/trading.md): applied in one pipeline (result "+
+				"\"applied\"), or found otherwise by their fence and applied the long way (\"fenced\").", "result"),
 	}
 	reg.MustRegister(m.heartbeatAge, m.relayActive,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// TradingFresh counts a batch the trading projection planned as fresh: applied, or fenced.
+func (m *Metrics) TradingFresh(fenced bool) {
+	result := "applied"
+	if fenced {
+		result = "fenced"
+	}
+	m.freshBatches.WithLabelValues(result).Inc()
 }
 
 // OrderStage records how long one stage of an operation's path took.

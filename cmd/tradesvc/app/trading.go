@@ -23,7 +23,7 @@ func (a *App) tradingProjection(replaying bool) (*projections.Trading, error) {
 	}
 	return projections.NewTrading(projections.TradingConfig{Pool: a.rmPool, Replaying: replaying,
 		Logger: a.log.With("projection", projections.TradingName), Committed: a.publishChanges, Stage: a.metrics.OrderStage,
-		ChangeRetention: retention, PruneEvery: pruneEvery})
+		Fresh: a.metrics.TradingFresh, ChangeRetention: retention, PruneEvery: pruneEvery})
 }
 
 // publishChanges hands a committed transaction's change rows to this process's change feed
