@@ -129,6 +129,9 @@ type factTable struct {
 	sql  string
 	cols int
 	row  func(events.Event) []*string // the fact's columns as text (nil: NULL)
+	// insertSQL inserts rows that must be new (a fresh batch's, trading_fresh.go): a row
+	// stored already fails it with a unique violation, which makes it its own fence.
+	insertSQL string
 }
 
 type factColumn struct{ name, typ string }
@@ -191,12 +194,13 @@ WHERE ranked.` + seq + ` > greatest(coalesce(stored.seq, -1), coalesce(ranked.be
 SELECT ord FROM ranked ` + stored + `
 WHERE ranked.pick = 1 AND stored.k IS NULL`
 	}
-	return &factTable{sql: sql, cols: len(f.cols), row: f.row}
+	insert := `INSERT INTO ` + table + ` (` + list + `) SELECT ` + strings.Join(typed, ", ") + ` FROM unnest(` +
+		strings.Join(params, ", ") + `) AS x(` + strings.Join(raw, ", ") + `)`
+	return &factTable{sql: sql, cols: len(f.cols), row: f.row, insertSQL: insert}
 }
 
-// queue queues the statement that applies items (facts of this table, in their order) and
-// marks those that moved a row as applied when the batch runs.
-func (f *factTable) queue(b *pgx.Batch, items []*tradingItem) {
+// args are the statement's arguments for items: one text array per column.
+func (f *factTable) args(items []*tradingItem) []any {
 	cols := make([][]*string, f.cols)
 	for i := range cols {
 		cols[i] = make([]*string, len(items))
@@ -210,7 +214,18 @@ func (f *factTable) queue(b *pgx.Batch, items []*tradingItem) {
 	for i, c := range cols {
 		args[i] = c
 	}
-	b.Queue(f.sql, args...).Query(func(rows pgx.Rows) error {
+	return args
+}
+
+// queueInsert queues the insert of items, rows that must be new (insertSQL).
+func (f *factTable) queueInsert(b *pgx.Batch, items []*tradingItem) {
+	b.Queue(f.insertSQL, f.args(items)...)
+}
+
+// queue queues the statement that applies items (facts of this table, in their order) and
+// marks those that moved a row as applied when the batch runs.
+func (f *factTable) queue(b *pgx.Batch, items []*tradingItem) {
+	b.Queue(f.sql, f.args(items)...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var ord int64
 			if err := rows.Scan(&ord); err != nil {

@@ -23,15 +23,20 @@ import (
 // with its COMMIT: one round trip instead of two, and none of the reads. That is the path of
 // nearly every order: a RESULT is answered when this transaction commits.
 //
-// What "fresh" assumes of the stored rows is checked by a fence at the head of the pipeline,
-// after the logins' locks (rm.fence, migration 0118): no row of the operations, no stored
-// deal of their tags or of the batch, no stored order, position or balance at or past the
-// batch's sequence, no stored operation naming one of the outcomes' orders. A copy applied
-// by another process or before a restart fails it; the transaction rolls back and the batch
-// takes the two-pipeline path (apply), which reads what is stored.
+// What "fresh" assumes of the stored rows is checked in the pipeline itself, after the logins'
+// locks: the operations and the deals go in by plain inserts, which a row stored already fails
+// (a unique violation); a fence (rm.fence, migration 0118) checks the rest: no stored deal of
+// the operations' tags, no stored order, position or balance at or past the batch's sequence,
+// no stored operation naming one of the outcomes' orders. A copy applied by another process or
+// before a restart fails one or the other; the transaction rolls back and the batch takes the
+// two-pipeline path (apply), which reads what is stored.
 
 // fenceFresh is the SQLSTATE of a fresh batch's failed fence.
 const fenceFresh = "TSF01"
+
+// uniqueViolation is Postgres' SQLSTATE of an insert that found its row stored (the fence of
+// a fresh batch's operations and deals: insertedNew).
+const uniqueViolation = "23505"
 
 // errNotFresh: the fence found stored rows that a fresh batch assumed absent.
 var errNotFresh = errors.New("projections: the batch is not fresh after all")
@@ -41,10 +46,8 @@ type freshBatch struct {
 	ops    []*loadedOp
 	owners map[loginTag]tagOwner
 
-	opIDs                   []string
 	tagLogins               []int64
 	tags                    []string
-	dealIDs                 []int64
 	outOrders               []int64
 	orders, orderSeqs       []int64 // each order of the batch, its lowest seq in it
 	positions, positionSeqs []int64
@@ -90,7 +93,7 @@ func (t *Trading) planFresh(items []*tradingItem) (*freshBatch, bool) {
 		byID[r.OperationID], byTag[k] = o, o
 		ops = append(ops, o)
 		fb.owners[k] = tagOwner{operationID: r.OperationID, apiKeyID: r.APIKeyID, clientOrderID: r.ClientOrderID}
-		fb.opIDs, fb.tagLogins, fb.tags = append(fb.opIDs, r.OperationID), append(fb.tagLogins, r.Login), append(fb.tags, r.Tag)
+		fb.tagLogins, fb.tags = append(fb.tagLogins, r.Login), append(fb.tags, r.Tag)
 	}
 	if len(ops) == 0 {
 		return nil, false
@@ -129,7 +132,6 @@ func (t *Trading) planFresh(items []*tradingItem) (*freshBatch, bool) {
 		case *events.DealAdded:
 			applied[i] = !dealSeen[x.DealID]
 			dealSeen[x.DealID] = true
-			fb.dealIDs = append(fb.dealIDs, x.DealID)
 			if tag := trading.TagOf(x.Comment); tag != "" && trading.DealAction(x.Action).IsTrade() {
 				o := byTag[loginTag{x.Login, tag}]
 				if o == nil {
@@ -223,24 +225,49 @@ func (f forwardKeys) lowest() (keys, seqs []int64) {
 }
 
 // freshFenceSQL fails the transaction (SQLSTATE fenceFresh) unless the stored rows are as a
-// fresh batch assumes: none of its operations, no operation or deal of their tags, none of its
-// deals, no operation naming one of its outcomes' orders, and no order, position or balance
-// stored at or past the lowest seq the batch holds for it. Every clause is a lookup by key.
+// fresh batch assumes of them besides what its inserts check themselves (queueFreshItems): no
+// deal of its operations' tags, no operation naming one of its outcomes' orders, and no
+// order, position or balance stored at or past the lowest seq the batch holds for it. Every
+// clause is a lookup by key.
 const freshFenceSQL = `SELECT rm.fence(
-	NOT EXISTS (SELECT 1 FROM rm.operations WHERE operation_id = ANY($1))
-	AND NOT EXISTS (SELECT 1 FROM unnest($2::bigint[], $3::text[]) AS x(l, t)
-		JOIN rm.operations o ON o.login = x.l AND o.tag = x.t)
-	AND NOT EXISTS (SELECT 1 FROM unnest($2::bigint[], $3::text[]) AS x(l, t)
+	NOT EXISTS (SELECT 1 FROM unnest($1::bigint[], $2::text[]) AS x(l, t)
 		JOIN rm.deals d ON d.login = x.l AND d.tag = x.t)
-	AND NOT EXISTS (SELECT 1 FROM rm.deals WHERE deal_id = ANY($4))
-	AND NOT EXISTS (SELECT 1 FROM rm.operations WHERE out_order_id = ANY($5))
-	AND NOT EXISTS (SELECT 1 FROM unnest($6::bigint[], $7::bigint[]) AS x(k, s)
+	AND NOT EXISTS (SELECT 1 FROM rm.operations WHERE out_order_id = ANY($3))
+	AND NOT EXISTS (SELECT 1 FROM unnest($4::bigint[], $5::bigint[]) AS x(k, s)
 		JOIN rm.orders r ON r.order_id = x.k WHERE r.seq >= x.s)
-	AND NOT EXISTS (SELECT 1 FROM unnest($8::bigint[], $9::bigint[]) AS x(k, s)
+	AND NOT EXISTS (SELECT 1 FROM unnest($6::bigint[], $7::bigint[]) AS x(k, s)
 		JOIN rm.positions p ON p.position_id = x.k WHERE p.seq >= x.s)
-	AND NOT EXISTS (SELECT 1 FROM unnest($10::bigint[], $11::bigint[]) AS x(k, s)
+	AND NOT EXISTS (SELECT 1 FROM unnest($8::bigint[], $9::bigint[]) AS x(k, s)
 		JOIN rm.account_balances a ON a.login = x.k WHERE a.seq >= x.s),
 	'` + fenceFresh + `', 'the batch is not fresh: the read models hold some of it already')`
+
+// insertedNew are the tables whose rows a fresh batch inserts as new (factTable.insertSQL): its
+// operations (their commands) and its deals. A row stored already, by id or by (login, tag),
+// fails the insert with a unique violation: the insert is the fence of those.
+var insertedNew = map[*factTable]bool{commandTable: true, factTables[(*events.DealAdded)(nil).EventType()]: true}
+
+// queueFreshItems queues a fresh batch's statements (see queueItems): its operations and deals
+// by plain inserts of the ones it applies, every other table's facts by their usual statement.
+func queueFreshItems(b *pgx.Batch, items []*tradingItem) {
+	var tables []*factTable
+	facts := map[*factTable][]*tradingItem{}
+	for _, it := range items {
+		if it.table == nil || insertedNew[it.table] && !it.applied {
+			continue // a folded outcome; a second copy of a deal
+		}
+		if facts[it.table] == nil {
+			tables = append(tables, it.table)
+		}
+		facts[it.table] = append(facts[it.table], it)
+	}
+	for _, t := range tables {
+		if insertedNew[t] {
+			t.queueInsert(b, facts[t])
+		} else {
+			t.queue(b, facts[t])
+		}
+	}
+}
 
 // applyFresh applies a fresh batch in one pipelined transaction: the positions' check and
 // advance, the logins' locks, the fence, the facts and commands, the derived columns with the
@@ -258,9 +285,9 @@ func (t *Trading) applyFresh(ctx context.Context, msgs []batch.Message, items []
 		b := &pgx.Batch{}
 		t.positions.queue(b, adv, true)
 		queueLocks(b, logins)
-		b.Queue(freshFenceSQL, fb.opIDs, fb.tagLogins, fb.tags, fb.dealIDs, fb.outOrders, fb.orders, fb.orderSeqs,
+		b.Queue(freshFenceSQL, fb.tagLogins, fb.tags, fb.outOrders, fb.orders, fb.orderSeqs,
 			fb.positions, fb.positionSeqs, fb.accounts, fb.accountSeqs)
-		queueItems(b, items)
+		queueFreshItems(b, items)
 		changes := t.queueDerived(b, fb.ops)
 		if rows, err = t.queueChanges(b, items, fb.owners, changes); err != nil {
 			return err
@@ -270,7 +297,7 @@ func (t *Trading) applyFresh(ctx context.Context, msgs []batch.Message, items []
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
-		case fenceFresh:
+		case fenceFresh, uniqueViolation:
 			return adv, nil, errNotFresh
 		case fencePositions:
 			return adv, nil, errPositionsMoved

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -210,38 +211,84 @@ func TestTradingProjectionAppliesAFreshBatchInOnePipelineAsTheLongWayDoes(t *tes
 	sameRows(t, readModelRows(t, fresh.pool, 7002), want)
 }
 
-// A batch planned as fresh whose rows are stored already (the relay's copy of its deal applied
-// by another process first) fails its fence and takes the long way: the operation is FILLED
-// as ever, and each of its two deals has one change row, from whoever applied it first.
-func TestTradingProjectionFreshBatchWhoseFactIsStoredTakesTheLongWay(t *testing.T) {
+// A batch planned as fresh whose rows are stored already (applied by another process first:
+// the relay's copy of its deal, the command topic's copy of its command, the relay's copy of
+// its order) is rolled back by what checks them in its pipeline (the fence, or the plain insert
+// of its operation) and takes the long way: the operation is FILLED as ever, and each of its
+// two deals (and a pending order's state) has one change row, from whoever applied it first.
+func TestTradingProjectionFreshBatchWhoseRowsAreStoredTakesTheLongWay(t *testing.T) {
 	fresh := newFreshProjection(t, nil)
 	other := newFreshProjection(t, fresh.pool)
 	if err := fresh.apply(t, outcomeMessage(resultOutcome(t, 7101, "op-warm", "#WARM02", 700, 1))); err != nil {
 		t.Fatal(err)
 	}
-	out := resultOutcome(t, 7102, "op-stale", "#STALE1", 800, 10)
-	deal := &out.Facts.Deals[0]
-	if err := other.apply(t, batch.Message{Envelope: events.Envelope{Type: deal.EventType()}, Event: deal}); err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		name   string
+		stored func(out *events.ExecutionOutcome) events.Event
+	}{
+		{"the relay's copy of its deal", func(out *events.ExecutionOutcome) events.Event { return &out.Facts.Deals[0] }},
+		{"its command", func(out *events.ExecutionOutcome) events.Event {
+			cmd, err := events.Decode(events.Envelope{Type: out.CommandType, Payload: out.Command})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cmd
+		}},
 	}
-	if err := fresh.apply(t, outcomeMessage(out)); err != nil {
-		t.Fatal(err)
-	}
-	if applied, fenced := fresh.freshBatches(); applied != 0 || fenced != 1 {
-		t.Fatalf("%d fresh batches applied, %d fenced; want 0, 1", applied, fenced)
-	}
-	op, ok, err := mustReader(t, fresh.pool).Operation(context.Background(), "op-stale")
-	if err != nil || !ok || op.Status != "FILLED" || op.DealID != 801 || execVol(op) != "0.3" || op.UpdatedAt != trT0+1300 {
-		t.Fatalf("the operation: %+v (%v, %v)", op, ok, err)
-	}
-	deals := 0
-	for _, c := range readModelRows(t, fresh.pool, 7102)["changes"] {
-		if len(c) > len(query.ChangeDeal) && c[:len(query.ChangeDeal)+1] == query.ChangeDeal+" " {
-			deals++
+	for i, c := range cases {
+		login, order := int64(7110+i), int64(800+100*i)
+		op := fmt.Sprintf("op-stale-%d", i)
+		out := resultOutcome(t, login, op, fmt.Sprintf("#STAL%02d", i), order, uint64(10+10*i)) // feed sequences are unique
+		ev := c.stored(out)
+		if err := other.apply(t, batch.Message{Envelope: events.Envelope{Type: ev.EventType()}, Event: ev}); err != nil {
+			t.Fatal(err)
+		}
+		if err := fresh.apply(t, outcomeMessage(out)); err != nil {
+			t.Fatal(err)
+		}
+		if applied, fenced := fresh.freshBatches(); applied != 0 || fenced != int64(i+1) {
+			t.Fatalf("%s stored: %d fresh batches applied, %d fenced; want 0, %d", c.name, applied, fenced, i+1)
+		}
+		got, ok, err := mustReader(t, fresh.pool).Operation(context.Background(), op)
+		if err != nil || !ok || got.Status != "FILLED" || got.DealID != order+1 || execVol(got) != "0.3" ||
+			got.UpdatedAt != trT0+1300 {
+			t.Fatalf("%s stored: the operation %+v (%v, %v)", c.name, got, ok, err)
+		}
+		deals := 0
+		for _, row := range readModelRows(t, fresh.pool, login)["changes"] {
+			if strings.HasPrefix(row, query.ChangeDeal+" ") {
+				deals++
+			}
+		}
+		if deals != 2 {
+			t.Fatalf("%s stored: %d DEAL change rows, want 2 (one per deal)", c.name, deals)
 		}
 	}
-	if deals != 2 {
-		t.Fatalf("%d DEAL change rows, want 2 (one per deal)", deals)
+
+	// A pending placement whose order the relay's copy stored first: one ORDER_UPDATE frame.
+	limit := limitOutcome(t, 7120, "op-stale-limit", "#STALLM", 990, 90)
+	placed := &limit.Facts.Orders[0]
+	if err := other.apply(t, batch.Message{Envelope: events.Envelope{Type: placed.EventType()}, Event: placed}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.apply(t, outcomeMessage(limit)); err != nil {
+		t.Fatal(err)
+	}
+	if applied, fenced := fresh.freshBatches(); applied != 0 || fenced != int64(len(cases)+1) {
+		t.Fatalf("its order stored: %d fresh batches applied, %d fenced; want 0, %d", applied, fenced, len(cases)+1)
+	}
+	if got, ok, err := mustReader(t, fresh.pool).Operation(context.Background(), "op-stale-limit"); err != nil || !ok ||
+		got.Status != "NEW" || got.OrderID != 990 {
+		t.Fatalf("its order stored: the placement %+v (%v, %v)", got, ok, err)
+	}
+	var updates []string
+	for _, row := range readModelRows(t, fresh.pool, 7120)["changes"] {
+		if strings.HasPrefix(row, query.ChangeOrderUpdate+" ") {
+			updates = append(updates, row)
+		}
+	}
+	if len(updates) != 1 {
+		t.Fatalf("its order stored: ORDER_UPDATE rows %v, want the one of its first application", updates)
 	}
 }
 
