@@ -196,30 +196,33 @@ func (t *Trading) freshDone(fenced bool) {
 	}
 }
 
-// forwardKeys tracks the facts of one forward table in a batch: per key, the newest seq so far
-// (a fact changes the row only past it) and the lowest (the fence: nothing stored at or past it).
-type forwardKeys map[int64]*[2]uint64
+// forwardKeys tracks the facts of one forward table in a batch, per key.
+type forwardKeys map[int64]*forwardSeqs
+
+// forwardSeqs are the newest seq of a key's facts so far (a fact changes the row only past it)
+// and the lowest (the fence: nothing stored at or past it).
+type forwardSeqs struct{ newest, lowest uint64 }
 
 // add reports whether a fact of key at seq changes the row, the stored row being older than
 // every fact of the batch (the fence).
 func (f forwardKeys) add(key int64, seq uint64) bool {
 	s := f[key]
 	if s == nil {
-		f[key] = &[2]uint64{seq, seq}
+		f[key] = &forwardSeqs{newest: seq, lowest: seq}
 		return true
 	}
-	s[1] = min(s[1], seq)
-	if seq <= s[0] {
+	s.lowest = min(s.lowest, seq)
+	if seq <= s.newest {
 		return false
 	}
-	s[0] = seq
+	s.newest = seq
 	return true
 }
 
 // lowest returns the keys and the lowest seq of each, for the fence.
 func (f forwardKeys) lowest() (keys, seqs []int64) {
 	for k, s := range f {
-		keys, seqs = append(keys, k), append(seqs, int64(s[1]))
+		keys, seqs = append(keys, k), append(seqs, int64(s.lowest))
 	}
 	return keys, seqs
 }
