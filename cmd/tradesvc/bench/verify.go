@@ -190,19 +190,24 @@ func (r *runner) checkOnce(ctx context.Context, c *check) bool {
 }
 
 // stallWatch tells a verification that goes on reading without any order settling from one
-// that is merely waiting for weight budgets (no reads: not a stall) or making progress.
+// that is merely waiting for weight budgets (no reads: not a stall) or making progress. Once
+// every order left has been read again since the last one settled, waiting for budgets counts
+// too: orders that never settle (an order in doubt that does not exist reads -2013 forever)
+// would otherwise keep a verification under per-minute budgets going for a reading burst a
+// minute, indefinitely.
 type stallWatch struct {
-	limit       time.Duration
-	stalled     time.Duration
-	left, reads int64
+	limit         time.Duration
+	stalled       time.Duration
+	left, reads   int64
+	readsAtSettle int64 // reads when an order last settled
 }
 
 // tick takes the counts after d more and reports whether the stall has reached the limit.
 func (w *stallWatch) tick(d time.Duration, left, reads int64) bool {
 	switch {
 	case left != w.left:
-		w.stalled = 0
-	case reads != w.reads:
+		w.stalled, w.readsAtSettle = 0, reads
+	case reads != w.reads || reads-w.readsAtSettle >= left:
 		w.stalled += d
 	}
 	w.left, w.reads = left, reads
