@@ -229,7 +229,7 @@ func (p *Positions) queue(b *pgx.Batch, adv *advance, fenced bool) {
 		args := []any{p.name, adv.topics[0], adv.partitions[0], adv.expected[0], adv.next[0]}
 		if fenced {
 			b.Queue(`WITH moved AS (`+update+` RETURNING 1)
-				SELECT rm.fence(count(*) = 1, '`+fencePositions+`', 'the stored positions are not where this projector left them') FROM moved`,
+				SELECT `+fencedHeld("count(*) = 1")+` FROM moved`,
 				args...).Exec(func(pgconn.CommandTag) error {
 				adv.held = 1
 				return nil
@@ -254,7 +254,7 @@ func (p *Positions) queue(b *pgx.Batch, adv *advance, fenced bool) {
 	args := []any{p.name, adv.topics, adv.partitions, adv.expected, adv.next}
 	if fenced {
 		b.Queue(advance+`
-		SELECT rm.fence(n = $6, '`+fencePositions+`', 'the stored positions are not where this projector left them') FROM held`,
+		SELECT `+fencedHeld("n = $6")+` FROM held`,
 			append(args, len(adv.topics))...).Exec(func(pgconn.CommandTag) error {
 			adv.held = len(adv.topics)
 			return nil
@@ -269,6 +269,12 @@ func (p *Positions) queue(b *pgx.Batch, adv *advance, fenced bool) {
 // fencePositions is the SQLSTATE of a fenced check-and-advance that found a position elsewhere
 // than expected (queue): the transaction fails as errPositionsMoved.
 const fencePositions = "TSP01"
+
+// fencedHeld is the fence of a check-and-advance: it fails unless held (an SQL condition on
+// what the statement moved) is true.
+func fencedHeld(held string) string {
+	return `rm.fence(` + held + `, '` + fencePositions + `', 'the stored positions are not where this projector left them')`
+}
 
 // check fails when the statement did not find the store where the advance expected it.
 func (adv *advance) check() error {

@@ -459,7 +459,7 @@ type tradingItem struct {
 // it changed a row.
 func queueFacts(b *pgx.Batch, logins []int64, items []*tradingItem) {
 	queueLocks(b, logins)
-	queueItems(b, items)
+	queueItems(b, items, false)
 }
 
 // queueLocks queues the logins' advisory locks, held until the transaction ends: one
@@ -471,12 +471,16 @@ func queueLocks(b *pgx.Batch, logins []int64) {
 }
 
 // queueItems queues every event's statement (the facts of a table in one); each item learns
-// whether it changed a row.
-func queueItems(b *pgx.Batch, items []*tradingItem) {
+// whether it changed a row. fresh: a fresh batch's (trading_fresh.go), whose operations and
+// deals go in by plain inserts of the ones it applies (insertedNew).
+func queueItems(b *pgx.Batch, items []*tradingItem, fresh bool) {
 	var tables []*factTable
 	facts := map[*factTable][]*tradingItem{}
 	for _, it := range items {
 		if it.table != nil {
+			if fresh && insertedNew[it.table] && !it.applied {
+				continue // a second copy of a deal
+			}
 			if facts[it.table] == nil {
 				tables = append(tables, it.table)
 			}
@@ -492,7 +496,11 @@ func queueItems(b *pgx.Batch, items []*tradingItem) {
 		})
 	}
 	for _, t := range tables {
-		t.queue(b, facts[t])
+		if fresh && insertedNew[t] {
+			t.queueInsert(b, facts[t])
+		} else {
+			t.queue(b, facts[t])
+		}
 	}
 }
 

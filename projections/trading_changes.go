@@ -194,14 +194,18 @@ func (r *changeRow) own(login int64, kind string, o tagOwner) {
 	r.login, r.kind, r.operationID, r.apiKeyID, r.clientOrderID = login, kind, o.operationID, o.apiKeyID, o.clientOrderID
 }
 
+// ownerOf is the owner of the tag of operation r (a command's request).
+func ownerOf(r trading.Operation) tagOwner {
+	return tagOwner{operationID: r.OperationID, apiKeyID: r.APIKeyID, clientOrderID: r.ClientOrderID}
+}
+
 // queueTagOwners resolves the batch's deal and order tags to the operations that carry them:
 // from the commands this process applied recently, else by a read queued on b (after this
 // batch's commands were applied).
 func (t *Trading) queueTagOwners(b *pgx.Batch, items []*tradingItem, out map[loginTag]tagOwner) {
 	for _, it := range items { // this batch's own commands
 		if r, ok := trading.RequestOf(it.ev); ok {
-			out[loginTag{r.Login, r.Tag}] = tagOwner{operationID: r.OperationID, apiKeyID: r.APIKeyID,
-				clientOrderID: r.ClientOrderID}
+			out[loginTag{r.Login, r.Tag}] = ownerOf(r)
 		}
 	}
 	var logins []int64

@@ -92,7 +92,7 @@ func (t *Trading) planFresh(items []*tradingItem) (*freshBatch, bool) {
 			stored: trading.Derived{Status: trading.StatusAccepted}}}
 		byID[r.OperationID], byTag[k] = o, o
 		ops = append(ops, o)
-		fb.owners[k] = tagOwner{operationID: r.OperationID, apiKeyID: r.APIKeyID, clientOrderID: r.ClientOrderID}
+		fb.owners[k] = ownerOf(r)
 		fb.tagLogins, fb.tags = append(fb.tagLogins, r.Login), append(fb.tags, r.Tag)
 	}
 	if len(ops) == 0 {
@@ -159,7 +159,7 @@ func (t *Trading) planFresh(items []*tradingItem) (*freshBatch, bool) {
 		case *events.ExecutionOutcome:
 			applied[i] = true // folded (above)
 		default:
-			if _, ok := trading.RequestOf(x); !ok {
+			if it.table != commandTable {
 				return nil, false
 			}
 			applied[i] = true // unique in the batch (above), and its row is new
@@ -249,29 +249,6 @@ const freshFenceSQL = `SELECT rm.fence(
 // fails the insert with a unique violation: the insert is the fence of those.
 var insertedNew = map[*factTable]bool{commandTable: true, factTables[(*events.DealAdded)(nil).EventType()]: true}
 
-// queueFreshItems queues a fresh batch's statements (see queueItems): its operations and deals
-// by plain inserts of the ones it applies, every other table's facts by their usual statement.
-func queueFreshItems(b *pgx.Batch, items []*tradingItem) {
-	var tables []*factTable
-	facts := map[*factTable][]*tradingItem{}
-	for _, it := range items {
-		if it.table == nil || insertedNew[it.table] && !it.applied {
-			continue // a folded outcome; a second copy of a deal
-		}
-		if facts[it.table] == nil {
-			tables = append(tables, it.table)
-		}
-		facts[it.table] = append(facts[it.table], it)
-	}
-	for _, t := range tables {
-		if insertedNew[t] {
-			t.queueInsert(b, facts[t])
-		} else {
-			t.queue(b, facts[t])
-		}
-	}
-}
-
 // applyFresh applies a fresh batch in one pipelined transaction: the positions' check and
 // advance, the logins' locks, the fence, the facts and commands, the derived columns with the
 // outcomes folded in, the change feed, COMMIT. A failed fence is errNotFresh (nothing
@@ -290,7 +267,7 @@ func (t *Trading) applyFresh(ctx context.Context, msgs []batch.Message, items []
 		queueLocks(b, logins)
 		b.Queue(freshFenceSQL, fb.tagLogins, fb.tags, fb.outOrders, fb.orders, fb.orderSeqs,
 			fb.positions, fb.positionSeqs, fb.accounts, fb.accountSeqs)
-		queueFreshItems(b, items)
+		queueItems(b, items, true)
 		changes := t.queueDerived(b, fb.ops)
 		if rows, err = t.queueChanges(b, items, fb.owners, changes); err != nil {
 			return err

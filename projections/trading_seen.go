@@ -118,7 +118,7 @@ func (s *seenApplied) committed(items []*tradingItem) {
 		}
 		s.attempt[r.OperationID] = max(s.attempt[r.OperationID], r.Attempt)
 		k := loginTag{r.Login, r.Tag}
-		s.owners[k] = tagOwner{operationID: r.OperationID, apiKeyID: r.APIKeyID, clientOrderID: r.ClientOrderID}
+		s.owners[k] = ownerOf(r)
 		s.tagOf[r.OperationID] = k
 	}
 }
