@@ -385,8 +385,8 @@ func notifiedRows(p notifyPayload) ([]query.Change, error) {
 	out := make([]query.Change, 0, len(p.Rows))
 	now := time.Now()
 	var errs []error
-	for _, r := range p.Rows {
-		c := query.Change{Part: p.Part, Seq: r.Seq, Login: r.Login, Kind: r.Kind, OperationID: r.OperationID,
+	for i, r := range p.Rows {
+		c := query.Change{Part: p.Part, Seq: p.rowSeq(i), Login: r.Login, Kind: r.Kind, OperationID: r.OperationID,
 			APIKeyID: r.APIKeyID, ClientOrderID: r.ClientOrderID, CreatedAt: now}
 		if err := decodeChange(&c, r.Event); err != nil {
 			errs = append(errs, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,17 +90,13 @@ func (e *cfEnv) writePart(part int32, notify bool, rows ...changeRow) []changeRo
 	err := pgx.BeginFunc(e.ctx, e.pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		queueChangeRows(b, part, rows)
+		if notify {
+			queueNotify(b, part, rows) // as the trading projection does: in the transaction
+		}
 		return tx.SendBatch(e.ctx, b).Close()
 	})
 	if err != nil {
 		e.t.Fatal(err)
-	}
-	if notify {
-		for _, payload := range notifyPayloads(part, rows) {
-			if _, err := e.pool.Exec(e.ctx, "SELECT pg_notify($1, $2)", ChangesChannel, payload); err != nil {
-				e.t.Fatal(err)
-			}
-		}
 	}
 	return rows
 }
@@ -328,5 +325,80 @@ func TestChangeFeedEndsSubscriptionsWhenItStops(t *testing.T) {
 	late := e.feed.Subscribe(query.Scope{Match: func(int64) bool { return true }}, 10)
 	if !errors.Is(late.Err(), ErrFeedStopped) {
 		t.Fatalf("a subscription to a stopped feed: err %v", late.Err())
+	}
+}
+
+// A transaction's NOTIFYs are numbered by Postgres (queueNotify): each payload ends at the row
+// it names, its rows carry the numbers the insert gave them, a row too large for a payload is
+// announced without rows, and a transaction rolled back announces nothing.
+func TestNotifiesOfATransactionCarryTheNumbersItsRowsGot(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool := testenv.MigratedPG(t)
+	listener, err := pgx.Connect(ctx, pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close(context.Background())
+	if _, err := listener.Exec(ctx, "LISTEN "+ChangesChannel); err != nil {
+		t.Fatal(err)
+	}
+	write := func(commit bool, rows []changeRow) []changeRow {
+		rows = append([]changeRow(nil), rows...)
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck // after Commit a no-op
+		b := &pgx.Batch{}
+		queueChangeRows(b, 4, rows)
+		queueNotify(b, 4, rows)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return rows
+	}
+	big := row(3, query.ChangeDeal, "")
+	big.event = []byte(`"` + strings.Repeat("z", maxNotifyPayload) + `"`)
+	write(false, []changeRow{row(9, query.ChangeDeal, "")}) // rolled back: no NOTIFY
+	first := write(true, []changeRow{row(1, query.ChangeDeal, "")})
+	rows := write(true, []changeRow{row(2, query.ChangeDeal, ""), row(2, query.ChangeOperation, "op-2"), big, row(4, query.ChangeDeal, "")})
+
+	var got []notifyPayload
+	for len(got) < 4 {
+		n, err := listener.WaitForNotification(ctx)
+		if err != nil {
+			t.Fatalf("after %d notifications: %v", len(got), err)
+		}
+		if part, to, ok := peekNotify(n.Payload); !ok || part != 4 {
+			t.Fatalf("payload %q: head %d %d %v", n.Payload, part, to, ok)
+		}
+		var p notifyPayload
+		if err := json.Unmarshal([]byte(n.Payload), &p); err != nil {
+			t.Fatalf("payload %q: %v", n.Payload, err)
+		}
+		got = append(got, p)
+	}
+	want := [][]int64{{first[0].seq}, {rows[0].seq, rows[1].seq}, nil, {rows[3].seq}}
+	wantTo := []int64{first[0].seq, rows[1].seq, rows[2].seq, rows[3].seq}
+	for i, p := range got {
+		var seqs []int64
+		for j := range p.Rows {
+			seqs = append(seqs, p.rowSeq(j))
+		}
+		if p.To != wantTo[i] || fmt.Sprint(seqs) != fmt.Sprint(want[i]) {
+			t.Errorf("notification %d: to %d rows %v, want to %d rows %v", i, p.To, seqs, wantTo[i], want[i])
+		}
+	}
+	if got[1].Rows[1].Login != 2 || got[1].Rows[1].OperationID != "op-2" || got[3].Rows[0].Login != 4 {
+		t.Errorf("rows: %+v, %+v", got[1].Rows, got[3].Rows)
+	}
+	if rows[0].seq != first[0].seq+1 {
+		t.Errorf("the rolled back transaction took numbers: %d then %d", first[0].seq, rows[0].seq)
 	}
 }

@@ -1,18 +1,12 @@
 package projections
 
 import (
-	"context"
-	"log/slog"
 	"strconv"
 	"strings"
-	"time"
 
 	json "github.com/goccy/go-json"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"tradesvc/infra/group"
 )
 
 // ChangesChannel is the channel the trading projection notifies after committing changes.
@@ -21,9 +15,10 @@ const ChangesChannel = "rm_changes"
 // maxNotifyPayload keeps a NOTIFY payload under Postgres' 8000-byte limit.
 const maxNotifyPayload = 7800
 
-// notifyRow is one change row in a NOTIFY payload.
+// notifyRow is one change row in a NOTIFY payload. Seq is left out by the writer: a
+// payload's rows are a contiguous run ending at its To (rowsSeq).
 type notifyRow struct {
-	Seq           int64           `json:"s"`
+	Seq           int64           `json:"s,omitempty"`
 	Login         int64           `json:"l"`
 	Kind          string          `json:"k"`
 	OperationID   string          `json:"o,omitempty"`
@@ -41,42 +36,76 @@ type notifyPayload struct {
 	Rows []notifyRow `json:"r,omitempty"`
 }
 
-// notifyPayloads cuts a transaction's rows into payloads that fit, in order; a row that
-// fits in no payload alone is announced by a payload without rows.
-func notifyPayloads(part int32, rows []changeRow) []string {
-	var out []string
+// rowSeq is the number of the i-th of a payload's rows: its own when it carries one, else
+// counted back from To.
+func (p notifyPayload) rowSeq(i int) int64 {
+	if s := p.Rows[i].Seq; s != 0 {
+		return s
+	}
+	return p.To - int64(len(p.Rows)-1-i)
+}
+
+// notifyTail is a NOTIFY payload of a transaction's rows of one partition but for its head:
+// the rows are numbered inside the transaction, so Postgres writes {"p":<part>,"t":<number>
+// in front of rest, the number being the partition's head less back (notifySQL).
+type notifyTail struct {
+	back int64
+	rest string
+}
+
+// notifyTails cuts a transaction's rows of one partition into payloads that fit, in order; a
+// row that fits in no payload alone is announced by a payload without rows.
+func notifyTails(rows []changeRow) []notifyTail {
+	var out []notifyTail
 	var cur []notifyRow
 	size := 0
-	flush := func(to int64, withRows bool) {
-		p := notifyPayload{Part: part, To: to}
+	flush := func(last int, withRows bool) {
+		rest := "}"
 		if withRows {
-			p.Rows = cur
+			b, _ := json.Marshal(cur) // rows of ints, strings and JSON encode
+			rest = `,"r":` + string(b) + "}"
 		}
-		b, _ := json.Marshal(p) // rows of ints, strings and JSON encode
-		out = append(out, string(b))
+		out = append(out, notifyTail{back: int64(len(rows) - 1 - last), rest: rest})
 		cur, size = nil, 0
 	}
-	for _, r := range rows {
-		nr := notifyRow{Seq: r.seq, Login: r.login, Kind: r.kind, OperationID: r.operationID, APIKeyID: r.apiKeyID,
+	for i, r := range rows {
+		nr := notifyRow{Login: r.login, Kind: r.kind, OperationID: r.operationID, APIKeyID: r.apiKeyID,
 			ClientOrderID: r.clientOrderID, Event: r.event}
-		n := len(r.event) + len(r.operationID) + len(r.clientOrderID) + len(r.kind) + 80 + len(strconv.FormatInt(r.seq, 10))
+		n := len(r.event) + len(r.operationID) + len(r.clientOrderID) + len(r.kind) + 80
 		if n > maxNotifyPayload {
 			if len(cur) > 0 {
-				flush(cur[len(cur)-1].Seq, true)
+				flush(i-1, true)
 			}
-			flush(r.seq, false)
+			flush(i, false)
 			continue
 		}
 		if size+n > maxNotifyPayload {
-			flush(cur[len(cur)-1].Seq, true)
+			flush(i-1, true)
 		}
 		cur = append(cur, nr)
 		size += n
 	}
 	if len(cur) > 0 {
-		flush(cur[len(cur)-1].Seq, true)
+		flush(len(rows)-1, true)
 	}
 	return out
+}
+
+// notifySQL sends a transaction's NOTIFYs of one partition ($1), in order, once its rows
+// are numbered: the head it has just moved ends the last payload. Postgres delivers them at
+// the commit, in commit order, and not at all when the transaction rolls back.
+const notifySQL = `SELECT pg_notify('` + ChangesChannel + `', '{"p":' || $1::int::text || ',"t":' || (h.seq - x.back)::text || x.rest)
+FROM rm.change_heads h CROSS JOIN unnest($2::bigint[], $3::text[]) WITH ORDINALITY AS x(back, rest, n)
+WHERE h.part = $1 ORDER BY x.n`
+
+// queueNotify queues the NOTIFYs of rows, the transaction's rows of part (queued before).
+func queueNotify(b *pgx.Batch, part int32, rows []changeRow) {
+	tails := notifyTails(rows)
+	backs, rests := make([]int64, len(tails)), make([]string, len(tails))
+	for i, t := range tails {
+		backs[i], rests[i] = t.back, t.rest
+	}
+	b.Queue(notifySQL, part, backs, rests)
 }
 
 // peekNotify reads the partition and the last row number of a payload from its head
@@ -102,23 +131,3 @@ func peekNotify(payload string) (part int32, to int64, ok bool) {
 	}
 	return int32(pn), tn, true
 }
-
-// newNotifier sends the NOTIFYs of committed transactions in commit order, off the path of
-// the next transaction: the group commit would otherwise wait a round trip per transaction for
-// them. What is handed in while a send is under way goes out together in the next one.
-func newNotifier(pool *pgxpool.Pool, log *slog.Logger) *group.Drain[string] {
-	return group.NewDrain(func(payloads []string) {
-		b := &pgx.Batch{}
-		for _, p := range payloads {
-			b.Queue("SELECT pg_notify($1, $2)", ChangesChannel, p)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
-		defer cancel()
-		if err := pool.SendBatch(ctx, b).Close(); err != nil {
-			log.Warn("trading projection: notify the change feed", "payloads", len(payloads), "err", err)
-		}
-	})
-}
-
-// notifyTimeout bounds one send of NOTIFYs.
-const notifyTimeout = 10 * time.Second

@@ -2,9 +2,21 @@ package projections
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
+
+// notifyPayloads are the payloads notifySQL sends for rows, numbered already (their last is
+// the partition's head).
+func notifyPayloads(part int32, rows []changeRow) []string {
+	head := rows[len(rows)-1].seq
+	var out []string
+	for _, t := range notifyTails(rows) {
+		out = append(out, fmt.Sprintf(`{"p":%d,"t":%d%s`, part, head-t.back, t.rest))
+	}
+	return out
+}
 
 func TestPeekNotifyReadsTheHeadOfEveryPayload(t *testing.T) {
 	rows := []changeRow{{seq: 41, login: 1001, kind: "DEAL", event: []byte(`{"x":1}`)},

@@ -130,13 +130,9 @@ func Run(ctx context.Context, src Source, name string, p Projection) error {
 		cfg.Observer = src.Observe(name)
 	}
 	err := batch.Run(ctx, cfg, apply)
-	// No write of the projection outlives it: the rounds owed to consumers that stopped, and
-	// what the projection itself does after its commits.
+	// No write of the projection outlives it: the rounds owed to consumers that stopped.
 	if paced != nil {
 		paced.rounds().Wait()
-	}
-	if w, ok := p.(interface{ wait() }); ok {
-		w.wait()
 	}
 	return err
 }

@@ -19,7 +19,6 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/infra/check"
-	"tradesvc/infra/group"
 	"tradesvc/infra/kafka/batch"
 	"tradesvc/infra/postgres"
 	"tradesvc/query"
@@ -80,8 +79,7 @@ type Trading struct {
 	digits    *digitsCache
 	positions *Positions // nil while replaying
 	seen      *seenApplied
-	notifier  *group.Drain[string] // the NOTIFYs of committed transactions, in commit order (newNotifier)
-	analyzer  *postgres.Analyzer   // keeps the read models' statistics current while they are young
+	analyzer  *postgres.Analyzer // keeps the read models' statistics current while they are young
 	lastPrune atomic.Int64
 	comb      combiner
 
@@ -105,7 +103,7 @@ func NewTrading(cfg TradingConfig) (*Trading, error) {
 	if cfg.CommandGrace == 0 && !cfg.Replaying {
 		cfg.CommandGrace = 20 * time.Millisecond
 	}
-	t := &Trading{cfg: cfg, digits: newDigitsCache(), seen: newSeenApplied(), notifier: newNotifier(cfg.Pool, cfg.Logger),
+	t := &Trading{cfg: cfg, digits: newDigitsCache(), seen: newSeenApplied(),
 		analyzer: postgres.NewAnalyzer(cfg.Pool, cfg.Logger, "rm.operations", "rm.orders", "rm.deals", "rm.positions",
 			"rm.account_balances", "rm.changes")}
 	if !cfg.Replaying {
@@ -113,10 +111,6 @@ func NewTrading(cfg TradingConfig) (*Trading, error) {
 	}
 	return t, nil
 }
-
-// wait returns once the NOTIFYs of committed transactions are sent (Run calls it when the
-// projection's consumers have stopped).
-func (t *Trading) wait() { t.notifier.Wait() }
 
 // Positions implements Positioned: where each partition of the three topics stands.
 func (t *Trading) Positions() batch.Positions {

@@ -81,6 +81,7 @@ func (t *Trading) queueChanges(b *pgx.Batch, items []*tradingItem, owners map[lo
 	slices.Sort(parts) // the heads' row locks, in one order
 	for _, part := range parts {
 		queueChangeRows(b, part, rows[part])
+		queueNotify(b, part, rows[part])
 	}
 	return rows, nil
 }
@@ -134,29 +135,23 @@ func queueChangeRows(b *pgx.Batch, part int32, rows []changeRow) {
 	})
 }
 
-// announce hands a committed transaction's change rows to this process's change feed and,
-// by NOTIFY, to every other process's (the payload carries the rows when they fit, so no
-// reader reads them back; a row too large for it makes the readers catch up by query). The
-// NOTIFY goes out after the transaction, in commit order, without holding up the next
-// transaction (newNotifier). A NOTIFY that fails only delays other processes: their feeds also
-// poll.
+// announce hands a committed transaction's change rows to this process's change feed; every
+// other process's heard of them by the NOTIFYs the transaction sent (queueNotify: the payload
+// carries the rows when they fit, so no reader reads them back; a row too large for it makes
+// the readers catch up by query). A NOTIFY lost only delays other processes: their feeds
+// also poll.
 func (t *Trading) announce(rows map[int32][]changeRow) {
-	if len(rows) == 0 {
+	if len(rows) == 0 || t.cfg.Committed == nil {
 		return
 	}
 	now := t.cfg.Now()
-	var payloads []string
 	for part, prows := range rows {
-		if t.cfg.Committed != nil {
-			changes := make([]query.Change, len(prows))
-			for i, r := range prows {
-				changes[i] = r.change(part, now)
-			}
-			t.cfg.Committed(part, changes)
+		changes := make([]query.Change, len(prows))
+		for i, r := range prows {
+			changes[i] = r.change(part, now)
 		}
-		payloads = append(payloads, notifyPayloads(part, prows)...)
+		t.cfg.Committed(part, changes)
 	}
-	t.notifier.Add(payloads...)
 }
 
 // factRow is the change row of an applied fact: the fact itself, which the user streams
