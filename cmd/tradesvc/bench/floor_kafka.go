@@ -43,9 +43,10 @@ func floorPayload(id string) json.RawMessage {
 // floorKafka times n chained hops: a record appended to topic A by the service's idempotent
 // producer (acks from every in-sync replica), consumed there by a batch consumer with the
 // settings of the executor (no batch wait), which appends the next record to topic B on
-// receipt, consumed the same way; one sample is the first append to the arrival at B.
+// receipt, consumed the same way; one sample is the first append to the arrival at B, each
+// gap after the previous one arrived (0: back to back).
 // The consumer groups are this run's own and are deleted afterwards.
-func floorKafka(ctx context.Context, kcfg kafka.Config, runID string, n int) (Summary, error) {
+func floorKafka(ctx context.Context, kcfg kafka.Config, runID string, n int, gap time.Duration) (Summary, error) {
 	kcfg.ClientID = "tradesvc-bench"
 	if err := kafka.EnsureTopics(ctx, kcfg, []events.Topic{floorTopic(floorTopicA), floorTopic(floorTopicB)}); err != nil {
 		return Summary{}, err
@@ -124,6 +125,11 @@ func floorKafka(ctx context.Context, kcfg kafka.Config, runID string, n int) (Su
 	}
 	lat := make([]time.Duration, 0, n)
 	for i := -5; i < n; i++ {
+		if i > -5 { // the first waits for both groups to join
+			if err := pause(ctx, gap); err != nil {
+				return Summary{}, err
+			}
+		}
 		d, err := one(i)
 		if err != nil {
 			return Summary{}, err

@@ -82,6 +82,10 @@ func (rep *Report) WriteText(w io.Writer) {
 		p("")
 		p("floor (p50, same run): HTTPS round trip %.3f ms + 2 Kafka hops %.3f ms + Postgres commit %.3f ms = %.3f ms",
 			f.HTTPS.P50, f.Kafka2.P50, f.PGCommit.P50, f.TotalMs)
+		if pf := f.Paced; pf != nil {
+			p("floor paced as the load (one sample every %.1f ms; shown beside the floor, not used for its ratio): %.3f + %.3f + %.3f = %.3f ms",
+				pf.GapMs, pf.HTTPS.P50, pf.Kafka2.P50, pf.PGCommit.P50, pf.TotalMs)
+		}
 	}
 	if s := rep.Sustain; s != nil {
 		p("")
@@ -138,6 +142,9 @@ func (rep *Report) writeLoad(p func(string, ...any), l *LoadResult) {
 	p("  acknowledged %d: %.1f/s", l.Acknowledged, l.AcceptedPerSec)
 	if l.P50OverFloor > 0 {
 		p("  answer p50 / floor: %.2f×", l.P50OverFloor)
+		if rep.Floor.Paced != nil && rep.Floor.Paced.TotalMs > 0 {
+			p("  answer p50 / paced floor: %.2f× (for reading only)", l.Latency.P50/rep.Floor.Paced.TotalMs)
+		}
 	}
 	if f := l.Fill; f != nil {
 		p("  acceptance → FILLED (DEAL on the user stream): %d seen, %d missing; p50 %.2f ms, p90 %.2f ms, p99 %s, max %.2f ms",

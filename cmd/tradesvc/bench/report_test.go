@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 func sampleReport() *Report {
@@ -83,6 +84,35 @@ func TestReportTableNamesEveryFigure(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// The paced floor is printed beside the floor, and the answer's ratio stays over the floor.
+func TestReportShowsThePacedFloorBesideTheFloor(t *testing.T) {
+	rep := sampleReport()
+	rep.Floor.Paced = &PacedFloor{GapMs: 5, HTTPS: Summary{P50: 0.3}, Kafka2: Summary{P50: 2.2}, PGCommit: Summary{P50: 0.5}, TotalMs: 4}
+	rep.settle()
+	if rep.Load.P50OverFloor != 2 {
+		t.Fatalf("p50/floor %v, want 6/3 = 2 (the paced floor is for reading only)", rep.Load.P50OverFloor)
+	}
+	var buf bytes.Buffer
+	rep.WriteText(&buf)
+	for _, want := range []string{"floor paced as the load (one sample every 5.0 ms", "0.300 + 2.200 + 0.500 = 4.000 ms",
+		"answer p50 / floor: 2.00×", "answer p50 / paced floor: 1.50×"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+func TestFloorGapIsTheLoadsIntervalWhenItLetsProcessesSleep(t *testing.T) {
+	for _, c := range []struct {
+		rate float64
+		want time.Duration
+	}{{200, 5 * time.Millisecond}, {20, 50 * time.Millisecond}, {10, 0}, {1000, time.Millisecond}, {4000, 0}, {0, 0}} {
+		if got := floorGap(c.rate); got != c.want {
+			t.Errorf("floorGap(%v) = %v, want %v", c.rate, got, c.want)
 		}
 	}
 }

@@ -80,8 +80,12 @@ func Run(ctx context.Context, env Env, o Options) (*Report, error) {
 		return nil, err
 	}
 	if o.Floor {
-		r.logf("measuring the floor (%d samples of each part)", o.FloorSamples)
-		f, err := r.floor(ctx)
+		var gap time.Duration
+		if o.Scenario == ScenarioResult {
+			gap = floorGap(o.Rate)
+		}
+		r.logf("measuring the floor (%d samples of each part; paced one every %v as well)", o.FloorSamples, gap)
+		f, err := r.floor(ctx, gap)
 		if err != nil {
 			return nil, fmt.Errorf("floor: %w", err)
 		}
