@@ -16,7 +16,7 @@ const ChangesChannel = "rm_changes"
 const maxNotifyPayload = 7800
 
 // notifyRow is one change row in a NOTIFY payload. Seq is left out by the writer: a
-// payload's rows are a contiguous run ending at its To (rowsSeq).
+// payload's rows are a contiguous run ending at its To (rowSeq).
 type notifyRow struct {
 	Seq           int64           `json:"s,omitempty"`
 	Login         int64           `json:"l"`
@@ -109,7 +109,7 @@ func queueNotify(b *pgx.Batch, part int32, rows []changeRow) {
 }
 
 // peekNotify reads the partition and the last row number of a payload from its head
-// ({"p":<part>,"t":<to>, as notifyPayloads writes it) without decoding its rows; ok is false
+// ({"p":<part>,"t":<to>, as notifySQL writes it) without decoding its rows; ok is false
 // for any other text.
 func peekNotify(payload string) (part int32, to int64, ok bool) {
 	rest, ok := strings.CutPrefix(payload, `{"p":`)
