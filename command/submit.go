@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"tradesvc/events"
 	"tradesvc/events/trading"
 )
@@ -14,6 +16,43 @@ import (
 // record stays, so a retry with the same id tries again.
 var errQueue = events.Reject(events.CodeStatusUnknown,
 	"Execution status unknown: the operation could not be queued. Retry with the same newClientOrderId.")
+
+// errStoreDown is the answer when the idempotency records could not be stored and no
+// statement reached Postgres: nothing was done (-1000, 503).
+var errStoreDown = events.Reject(events.CodeUnavailable, "Service unavailable; nothing was done. Retry with backoff.")
+
+// recordFailed is the answer to a request whose idempotency records could not be stored: -1000
+// when no statement reached Postgres; -5009 when Postgres went away or gave up under it (the
+// records may be stored without their command queued: a retry with the same id answers from
+// them and queues the command, or is a first attempt); the error itself (-1001) when Postgres
+// refused the statement, and when the request's own context ended.
+func recordFailed(ctx context.Context, err error) error {
+	var connErr *pgconn.ConnectError
+	var pgErr *pgconn.PgError
+	switch {
+	case ctx.Err() != nil:
+		return err
+	case errors.As(err, &connErr) || pgconn.SafeToRetry(err):
+		return errStoreDown
+	case errors.As(err, &pgErr) && !storeGone(pgErr.Code):
+		return err
+	}
+	return errQueue
+}
+
+// storeGone reports the SQLSTATE classes of a Postgres that cannot go on with the statement
+// for reasons of its own: connection exception, transaction rollback, insufficient resources,
+// operator intervention (shutdown, a crash of another backend), system error.
+func storeGone(code string) bool {
+	if len(code) != 5 {
+		return false
+	}
+	switch code[:2] {
+	case "08", "40", "53", "57", "58":
+		return true
+	}
+	return false
+}
 
 // errAccountTradeOff is -2024.
 var errAccountTradeOff = events.Reject(events.CodeAccountTradeOff, "Trading is disabled for the account.")
@@ -157,7 +196,7 @@ func (c *core) record(ctx context.Context, ps []prepared) ([]Record, map[recordK
 	}
 	inserted, err := c.records.Insert(ctx, recs)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, recordFailed(ctx, err)
 	}
 	c.stages(ps, "recorded")
 	var fresh []events.Envelope

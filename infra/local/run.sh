@@ -87,6 +87,30 @@ else
   log "tradesvc up (pid $(pid_of "$PIDF"))"
 fi
 
+# ready_wait: answering is not yet serving (on a new database the symbols are read into the read models a moment
+# after /v1/ping first answers, and exchangeInfo says -1121 till then): wait up to 120 s until every process's
+# /readyz says it can serve; on failure, show what it names and exit 1.
+ready_wait() {
+  local addrs=("${TRADESVC_METRICS_LISTEN:-127.0.0.1:9464}") addr name deadline=$((SECONDS + 120))
+  if [[ $SPLIT == 1 ]]; then
+    addrs=()
+    for name in "${SPLIT_NAMES[@]}"; do addrs+=("$(split_metrics "$name")"); done
+  fi
+  for addr in "${addrs[@]}"; do
+    until curl -sf --max-time 2 "http://$addr/readyz" >/dev/null 2>&1; do
+      if ((SECONDS >= deadline)); then
+        log "tradesvc not ready within 120s (http://$addr/readyz):"
+        curl -s --max-time 2 "http://$addr/readyz" >&2 || true
+        echo >&2
+        exit 1
+      fi
+      sleep 0.25
+    done
+  done
+  log "tradesvc ready (/readyz)"
+}
+ready_wait
+
 # json_field FILE NAME: the string value of a top-level field (no jq needed).
 json_field() {
   tr -d '\n' <"$1" | sed -n "s/.*\"$2\"[[:space:]]*:[[:space:]]*\"\([^\"]*\)\".*/\1/p"
