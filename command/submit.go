@@ -10,6 +10,7 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/events/trading"
+	"tradesvc/infra/postgres"
 )
 
 // errQueue is the answer when the command could not be appended: the spec's -5009; the
@@ -34,24 +35,10 @@ func recordFailed(ctx context.Context, err error) error {
 		return err
 	case errors.As(err, &connErr) || pgconn.SafeToRetry(err):
 		return errStoreDown
-	case errors.As(err, &pgErr) && !storeGone(pgErr.Code):
+	case errors.As(err, &pgErr) && !postgres.ServerGone(pgErr.Code):
 		return err
 	}
 	return errQueue
-}
-
-// storeGone reports the SQLSTATE classes of a Postgres that cannot go on with the statement
-// for reasons of its own: connection exception, transaction rollback, insufficient resources,
-// operator intervention (shutdown, a crash of another backend), system error.
-func storeGone(code string) bool {
-	if len(code) != 5 {
-		return false
-	}
-	switch code[:2] {
-	case "08", "40", "53", "57", "58":
-		return true
-	}
-	return false
 }
 
 // errAccountTradeOff is -2024.

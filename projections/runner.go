@@ -11,6 +11,7 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/infra/kafka/batch"
+	"tradesvc/infra/postgres"
 )
 
 // Projection is a consumer of the log that applies batches to a read model.
@@ -146,15 +147,5 @@ func IsStoreUnavailable(err error) bool {
 		return true
 	}
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && len(pgErr.Code) == 5 {
-		switch pgErr.Code[:2] {
-		case "08", // connection exception
-			"40", // transaction rollback: serialization failure, deadlock
-			"53", // insufficient resources
-			"57", // operator intervention: shutdown, cancelled statement
-			"58": // system error
-			return true
-		}
-	}
-	return false
+	return errors.As(err, &pgErr) && postgres.ServerGone(pgErr.Code)
 }

@@ -76,3 +76,18 @@ func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	}
 	return pool, nil
 }
+
+// ServerGone reports the SQLSTATE codes of a Postgres that cannot go on with a statement for
+// reasons of its own, not the statement's: connection exception (08), transaction rollback
+// (40: serialization failure, deadlock), insufficient resources (53), operator intervention
+// (57: shutdown, a crash of another backend, a cancelled statement), system error (58).
+func ServerGone(code string) bool {
+	if len(code) != 5 {
+		return false
+	}
+	switch code[:2] {
+	case "08", "40", "53", "57", "58":
+		return true
+	}
+	return false
+}
