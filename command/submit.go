@@ -18,23 +18,18 @@ import (
 var errQueue = events.Reject(events.CodeStatusUnknown,
 	"Execution status unknown: the operation could not be queued. Retry with the same newClientOrderId.")
 
-// errStoreDown is the answer when the idempotency records could not be stored and no
-// statement reached Postgres: nothing was done (-1000, 503).
-var errStoreDown = events.Reject(events.CodeUnavailable, "Service unavailable; nothing was done. Retry with backoff.")
-
 // recordFailed is the answer to a request whose idempotency records could not be stored: -1000
 // when no statement reached Postgres; -5009 when Postgres went away or gave up under it (the
 // records may be stored without their command queued: a retry with the same id answers from
 // them and queues the command, or is a first attempt); the error itself (-1001) when Postgres
 // refused the statement, and when the request's own context ended.
 func recordFailed(ctx context.Context, err error) error {
-	var connErr *pgconn.ConnectError
 	var pgErr *pgconn.PgError
 	switch {
 	case ctx.Err() != nil:
 		return err
-	case errors.As(err, &connErr) || pgconn.SafeToRetry(err):
-		return errStoreDown
+	case postgres.NeverSent(err):
+		return events.ErrUnavailable
 	case errors.As(err, &pgErr) && !postgres.ServerGone(pgErr.Code):
 		return err
 	}

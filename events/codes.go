@@ -253,6 +253,10 @@ type Rejection struct {
 	Retcode int
 }
 
+// ErrUnavailable is -1000 for a store or service the request needed that could not be
+// reached: nothing was done.
+var ErrUnavailable = Reject(CodeUnavailable, "Service unavailable; nothing was done. Retry with backoff.")
+
 // Reject builds a *Rejection without a trade-server return code.
 func Reject(code Code, msg string) *Rejection { return &Rejection{Code: code, Msg: msg} }
 

@@ -102,7 +102,7 @@ var (
 	errRejectedKey = events.Reject(events.CodeRejectedKey, "Invalid API-key, IP, or permissions for action.")
 	errTradingOff  = events.Reject(events.CodeTradingOff, "Trading is switched off; retry with backoff.")
 	errNoExecutor  = events.Reject(events.CodeNoConnection, "No connection to the trade server; retry with backoff.")
-	errUnavailable = events.Reject(events.CodeUnavailable, "Service unavailable; nothing was done. Retry with backoff.")
+	errUnavailable = events.ErrUnavailable
 	errOutOfScope  = events.Reject(events.CodeLoginOutOfScope, "Login is out of scope, nonexistent or inactive.")
 	errTradeOff    = events.Reject(events.CodeAccountTradeOff, "Trading is disabled for the account.")
 	errRetired     = events.Reject(events.CodeRetired, "This endpoint has been retired.")

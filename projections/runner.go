@@ -142,8 +142,7 @@ func Run(ctx context.Context, src Source, name string, p Projection) error {
 // refusing work for now (connection failures, shutdown, overload, serialization conflicts),
 // which are retried and never make a message poison.
 func IsStoreUnavailable(err error) bool {
-	var connErr *pgconn.ConnectError
-	if errors.As(err, &connErr) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) {
+	if postgres.NeverSent(err) || pgconn.Timeout(err) {
 		return true
 	}
 	var pgErr *pgconn.PgError

@@ -87,7 +87,7 @@ func (u *Users) digits(symbol string) int32 {
 var (
 	errNoListenKey = events.Reject(events.CodeInvalidListenKey, "This listen key does not exist or is not the active one.")
 	errTradingOff  = events.Reject(events.CodeTradingOff, "Trading is switched off; the user data stream is unavailable. Retry with backoff.")
-	errUnavailable = events.Reject(events.CodeUnavailable, "Service unavailable; nothing was done. Retry with backoff.")
+	errUnavailable = events.ErrUnavailable
 )
 
 // listenKeyLen is the length of a listen key: 64 letters and digits (no '@', which market

@@ -96,16 +96,13 @@ ready_wait() {
     addrs=()
     for name in "${SPLIT_NAMES[@]}"; do addrs+=("$(split_metrics "$name")"); done
   fi
+  ready_at() { curl -sf --max-time 2 "http://$1/readyz" >/dev/null 2>&1; }
   for addr in "${addrs[@]}"; do
-    until curl -sf --max-time 2 "http://$addr/readyz" >/dev/null 2>&1; do
-      if ((SECONDS >= deadline)); then
-        log "tradesvc not ready within 120s (http://$addr/readyz):"
-        curl -s --max-time 2 "http://$addr/readyz" >&2 || true
-        echo >&2
-        exit 1
-      fi
-      sleep 0.25
-    done
+    wait_until $((deadline > SECONDS ? deadline - SECONDS : 1)) "http://$addr/readyz" ready_at "$addr" || {
+      curl -s --max-time 2 "http://$addr/readyz" >&2 || true
+      echo >&2
+      exit 1
+    }
   done
   log "tradesvc ready (/readyz)"
 }

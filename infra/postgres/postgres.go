@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"tradesvc/infra/check"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -75,6 +76,13 @@ func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("postgres: ping %s: %w", pc.ConnConfig.Host, err)
 	}
 	return pool, nil
+}
+
+// NeverSent reports the errors of a statement that never reached Postgres: a connection that
+// could not be made, or one that failed before anything was written to it.
+func NeverSent(err error) bool {
+	var connErr *pgconn.ConnectError
+	return errors.As(err, &connErr) || pgconn.SafeToRetry(err)
 }
 
 // ServerGone reports the SQLSTATE codes of a Postgres that cannot go on with a statement for

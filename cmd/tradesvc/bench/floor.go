@@ -14,14 +14,19 @@ import (
 // Floor is the least an order can cost, measured in the same run with the service's own
 // settings: one HTTPS keep-alive round trip, the two chained Kafka produce-and-consume hops
 // an order takes (command → executor, outcome → projection), and one synchronous Postgres
-// commit. Total is the sum of the three medians. Each part's samples are taken back to
-// back; Paced, when measured, takes them again one every GapMs, as the load spaces its orders.
+// commit (FloorParts). Each part's samples are taken back to back; Paced, when measured,
+// takes them again one every GapMs, as the load spaces its orders.
 type Floor struct {
-	HTTPS    Summary     `json:"https"`
-	Kafka2   Summary     `json:"kafka2Hops"`
-	PGCommit Summary     `json:"pgCommit"`
-	TotalMs  float64     `json:"totalP50Ms"`
-	Paced    *PacedFloor `json:"paced,omitempty"`
+	FloorParts
+	Paced *PacedFloor `json:"paced,omitempty"`
+}
+
+// FloorParts are the floor's three parts; Total is the sum of their medians.
+type FloorParts struct {
+	HTTPS    Summary `json:"https"`
+	Kafka2   Summary `json:"kafka2Hops"`
+	PGCommit Summary `json:"pgCommit"`
+	TotalMs  float64 `json:"totalP50Ms"`
 }
 
 // PacedFloor is the floor with its samples spaced as the load's orders are (one every GapMs):
@@ -29,11 +34,8 @@ type Floor struct {
 // them, which a back-to-back sample never pays. It is reported beside the floor; the answer's
 // ratio is over the floor (Floor.TotalMs).
 type PacedFloor struct {
-	GapMs    float64 `json:"gapMs"`
-	HTTPS    Summary `json:"https"`
-	Kafka2   Summary `json:"kafka2Hops"`
-	PGCommit Summary `json:"pgCommit"`
-	TotalMs  float64 `json:"totalP50Ms"`
+	GapMs float64 `json:"gapMs"`
+	FloorParts
 }
 
 // floorPaceMax is the widest gap of a paced floor (a load slower than 20 orders/s is not paced).
@@ -41,39 +43,40 @@ const floorPaceMax = 50 * time.Millisecond
 
 // floor measures the floor back to back and, when gap is positive, paced one sample every gap.
 func (r *runner) floor(ctx context.Context, gap time.Duration) (*Floor, error) {
-	var f Floor
-	var err error
-	if f.HTTPS, f.Kafka2, f.PGCommit, err = r.floorParts(ctx, 0); err != nil {
+	parts, err := r.floorParts(ctx, 0)
+	if err != nil {
 		return nil, err
 	}
-	f.TotalMs = roundMs(f.HTTPS.P50 + f.Kafka2.P50 + f.PGCommit.P50)
+	f := &Floor{FloorParts: parts}
 	if gap > 0 {
-		p := &PacedFloor{GapMs: roundMs(float64(gap) / float64(time.Millisecond))}
-		if p.HTTPS, p.Kafka2, p.PGCommit, err = r.floorParts(ctx, gap); err != nil {
+		paced, err := r.floorParts(ctx, gap)
+		if err != nil {
 			return nil, fmt.Errorf("paced: %w", err)
 		}
-		p.TotalMs = roundMs(p.HTTPS.P50 + p.Kafka2.P50 + p.PGCommit.P50)
-		f.Paced = p
+		f.Paced = &PacedFloor{GapMs: roundMs(float64(gap) / float64(time.Millisecond)), FloorParts: paced}
 	}
-	return &f, nil
+	return f, nil
 }
 
 // floorParts times the floor's three parts, each sample gap after the previous one ended.
-func (r *runner) floorParts(ctx context.Context, gap time.Duration) (https, kafka2, commit Summary, err error) {
+func (r *runner) floorParts(ctx context.Context, gap time.Duration) (FloorParts, error) {
 	id := r.id // the paced hops' records and groups are their own: a group reading topic A anew sees both
 	if gap > 0 {
 		id += "-paced"
 	}
-	if https, err = r.floorHTTPS(ctx, gap); err != nil {
-		return https, kafka2, commit, fmt.Errorf("HTTPS round trip: %w", err)
+	var f FloorParts
+	var err error
+	if f.HTTPS, err = r.floorHTTPS(ctx, gap); err != nil {
+		return f, fmt.Errorf("HTTPS round trip: %w", err)
 	}
-	if kafka2, err = floorKafka(ctx, r.env.Kafka, id, r.o.FloorSamples, gap); err != nil {
-		return https, kafka2, commit, fmt.Errorf("Kafka hops: %w", err)
+	if f.Kafka2, err = floorKafka(ctx, r.env.Kafka, id, r.o.FloorSamples, gap); err != nil {
+		return f, fmt.Errorf("Kafka hops: %w", err)
 	}
-	if commit, err = floorPostgres(ctx, r.env.PGURL, id, r.o.FloorSamples, gap); err != nil {
-		return https, kafka2, commit, fmt.Errorf("Postgres commit: %w", err)
+	if f.PGCommit, err = floorPostgres(ctx, r.env.PGURL, id, r.o.FloorSamples, gap); err != nil {
+		return f, fmt.Errorf("Postgres commit: %w", err)
 	}
-	return https, kafka2, commit, nil
+	f.TotalMs = roundMs(f.HTTPS.P50 + f.Kafka2.P50 + f.PGCommit.P50)
+	return f, nil
 }
 
 // floorGap is the gap of the paced floor: the load's interval between orders, for loads

@@ -12,7 +12,7 @@ func sampleReport() *Report {
 	return &Report{Tool: "tradesvc bench", Scenario: ScenarioAck, RunID: "abc", BaseURL: "https://127.0.0.1:8443",
 		StartedAt: 1795522655492, Settings: Settings{Symbol: "BTCUSD", Side: "BUY", Volume: "0.01", Conns: 512, KeyUsage: 0.8},
 		Keys:  KeysReport{Keys: 125, Logins: []int64{1001, 1002}, OrdersPerSecPerKey: 8},
-		Floor: &Floor{HTTPS: Summary{P50: 0.2}, Kafka2: Summary{P50: 2.5}, PGCommit: Summary{P50: 0.3}, TotalMs: 3},
+		Floor: &Floor{FloorParts: FloorParts{HTTPS: Summary{P50: 0.2}, Kafka2: Summary{P50: 2.5}, PGCommit: Summary{P50: 0.3}, TotalMs: 3}},
 		Load: &LoadResult{RespType: "ACK", Offered: 1000, Seconds: 60, Keys: 125, Scheduled: 60000, Sent: 60000,
 			Answers:      map[string]int{"200 ACCEPTED": 59990, "400 -1021": 10},
 			Samples:      map[string]string{"400 -1021": "Timestamp for this request is outside of the recvWindow."},
@@ -91,7 +91,8 @@ func TestReportTableNamesEveryFigure(t *testing.T) {
 // The paced floor is printed beside the floor, and the answer's ratio stays over the floor.
 func TestReportShowsThePacedFloorBesideTheFloor(t *testing.T) {
 	rep := sampleReport()
-	rep.Floor.Paced = &PacedFloor{GapMs: 5, HTTPS: Summary{P50: 0.3}, Kafka2: Summary{P50: 2.2}, PGCommit: Summary{P50: 0.5}, TotalMs: 4}
+	rep.Floor.Paced = &PacedFloor{GapMs: 5,
+		FloorParts: FloorParts{HTTPS: Summary{P50: 0.3}, Kafka2: Summary{P50: 2.2}, PGCommit: Summary{P50: 0.5}, TotalMs: 4}}
 	rep.settle()
 	if rep.Load.P50OverFloor != 2 {
 		t.Fatalf("p50/floor %v, want 6/3 = 2 (the paced floor is for reading only)", rep.Load.P50OverFloor)

@@ -84,7 +84,11 @@ func Run(ctx context.Context, env Env, o Options) (*Report, error) {
 		if o.Scenario == ScenarioResult {
 			gap = floorGap(o.Rate)
 		}
-		r.logf("measuring the floor (%d samples of each part; paced one every %v as well)", o.FloorSamples, gap)
+		if gap > 0 {
+			r.logf("measuring the floor (%d samples of each part, back to back, then one every %v)", o.FloorSamples, gap)
+		} else {
+			r.logf("measuring the floor (%d samples of each part)", o.FloorSamples)
+		}
 		f, err := r.floor(ctx, gap)
 		if err != nil {
 			return nil, fmt.Errorf("floor: %w", err)
