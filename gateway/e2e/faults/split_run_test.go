@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -53,14 +54,41 @@ type splitRun struct {
 // splitNames are the processes; gateway-1 serves first (it generates the TLS files).
 var splitNames = []string{"sim", "relay-1", "relay-2", "executor", "projector", "gateway-1", "gateway-2"}
 
+// freeAddrs are the addresses freeAddr has handed out in this test process.
+var freeAddrs = struct {
+	sync.Mutex
+	given map[int]bool
+}{given: map[int]bool{}}
+
+// freeAddr returns a loopback address nothing listens on, for a process the test starts (and
+// may kill and start again) later. Its port lies below Linux's ephemeral range (32768–60999):
+// a port from there (what listening on port 0 gives) can be taken meanwhile by any outgoing
+// connection of the processes and services on the machine, and a gateway then cannot bind it.
+// 21000–24999 holds none of the services' fixed ports.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	const first, count = 21000, 4000
+	freeAddrs.Lock()
+	defer freeAddrs.Unlock()
+	start := rand.IntN(count)
+	for i := range count {
+		port := first + (start+i)%count
+		if freeAddrs.given[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken
+		}
+		addr := ln.Addr().String()
+		if err := ln.Close(); err != nil {
+			t.Fatal(err)
+		}
+		freeAddrs.given[port] = true
+		return addr
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatalf("no free port in 127.0.0.1:%d-%d", first, first+count-1)
+	return ""
 }
 
 // startSplit starts every process, waits until the service can trade, and creates the key
