@@ -177,7 +177,7 @@ func Run(ctx context.Context, cfg Config, handle Handler) error {
 		if err != nil {
 			cfg.Logger.Warn("kafka consumer group cannot start; retrying", "group", cfg.Group, "attempt", attempt, "err", err)
 			cfg.Observer.Disconnected(fmt.Errorf("join consumer group %s: %w", cfg.Group, err))
-			_ = wait.For(ctx, backoff(attempt))
+			_ = wait.For(ctx, reconnectDelay(attempt))
 			continue
 		}
 		errsDone := make(chan struct{})
@@ -195,7 +195,7 @@ func Run(ctx context.Context, cfg Config, handle Handler) error {
 		}
 		<-errsDone
 		if ctx.Err() == nil {
-			_ = wait.For(ctx, backoff(attempt+1))
+			_ = wait.For(ctx, reconnectDelay(attempt+1))
 		}
 	}
 	if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {
@@ -229,7 +229,7 @@ func consume(ctx context.Context, cfg Config, group sarama.ConsumerGroup, gh *gr
 		if attempt >= 3 {
 			return ran
 		}
-		_ = wait.For(ctx, backoff(attempt))
+		_ = wait.For(ctx, reconnectDelay(attempt))
 	}
 	return ran
 }
@@ -498,10 +498,16 @@ func Decode(m *sarama.ConsumerMessage) (Message, error) {
 	return msg, nil
 }
 
+// backoff is the wait before retrying a batch or a parking that failed: 200 ms more per
+// attempt, at most 5 s.
 func backoff(attempt int) time.Duration {
-	d := time.Duration(attempt) * 200 * time.Millisecond
-	if d > 5*time.Second {
-		d = 5 * time.Second
-	}
-	return d
+	return min(time.Duration(attempt)*200*time.Millisecond, 5*time.Second)
+}
+
+// reconnectDelay is the wait before connecting again to a cluster that was unreachable:
+// 200 ms more per attempt, at most 1 s, so that consumers resume within a second or two of the
+// broker's return however long it was away (an attempt is one metadata request, and a failed
+// one takes sarama's three metadata retries, 750 ms, itself).
+func reconnectDelay(attempt int) time.Duration {
+	return min(time.Duration(attempt)*200*time.Millisecond, time.Second)
 }

@@ -67,7 +67,7 @@ func Tail(ctx context.Context, cfg TailConfig, handle func(Message)) error {
 		}
 		cfg.OnState(err)
 		cfg.Logger.Warn("tail lost its topic; reconnecting", "topic", cfg.Topic, "attempt", attempt, "err", err)
-		_ = wait.For(ctx, backoff(attempt))
+		_ = wait.For(ctx, reconnectDelay(attempt))
 	}
 	return nil
 }
