@@ -31,7 +31,7 @@ func (h heldAppender) AppendEnvelopes(ctx context.Context, _ events.Topic, _ ...
 func TestARequestWaitsForItsAppendAtMostTheBound(t *testing.T) {
 	ctx := context.Background()
 	h := heldAppender{release: make(chan error), ended: make(chan bool, 1)}
-	log := boundedLog{Appender: h, wait: 20 * time.Millisecond}
+	log := &boundedLog{Appender: h, wait: 20 * time.Millisecond, now: time.Now}
 
 	// The log does not answer within the bound.
 	err := log.AppendEnvelopes(ctx, events.TopicCommands())
@@ -67,6 +67,65 @@ func TestARequestWaitsForItsAppendAtMostTheBound(t *testing.T) {
 		<-h.ended
 		if err := <-errc; !errors.Is(err, want) || (want == nil && err != nil) {
 			t.Fatalf("an append the log answered with %v returned %v", want, err)
+		}
+	}
+}
+
+// failingAppender answers every append with err (nil: acknowledged).
+type failingAppender struct{ err *error }
+
+func (f failingAppender) Wrap(...events.Event) ([]events.Envelope, error) { return nil, nil }
+
+func (f failingAppender) AppendEnvelopes(context.Context, events.Topic, ...events.Envelope) error {
+	return *f.err
+}
+
+// After an append fails, new operations are refused (before anything is recorded) except one
+// a second, whose append tells whether the log is back; an acknowledged append ends it.
+func TestAFailedLogIsTriedAgainOnceASecond(t *testing.T) {
+	ctx := context.Background()
+	at := time.Unix(1_800_000_000, 0)
+	var err error
+	log := &boundedLog{Appender: failingAppender{&err}, wait: time.Hour, now: func() time.Time { return at }}
+	if log.refusing() {
+		t.Fatal("a log that never failed is refused")
+	}
+	err = errors.New("broker down")
+	if got := log.AppendEnvelopes(ctx, events.TopicCommands()); !errors.Is(got, err) {
+		t.Fatalf("append returned %v", got)
+	}
+	for _, d := range []time.Duration{0, 500 * time.Millisecond, 999 * time.Millisecond} {
+		at = time.Unix(1_800_000_000, 0).Add(d)
+		if !log.refusing() {
+			t.Fatalf("%v after the failure a new operation is let through", d)
+		}
+	}
+	at = time.Unix(1_800_000_001, 0)
+	if log.refusing() {
+		t.Fatal("a second after the failure, no operation is let through to try the log")
+	}
+	if !log.refusing() {
+		t.Fatal("a second operation is let through in the same second")
+	}
+	// The probe fails too: the next one goes a second later.
+	if got := log.AppendEnvelopes(ctx, events.TopicCommands()); got == nil {
+		t.Fatal("the failing append succeeded")
+	}
+	at = at.Add(999 * time.Millisecond)
+	if !log.refusing() {
+		t.Fatal("an operation is let through within a second of the last probe")
+	}
+	at = at.Add(time.Millisecond)
+	if log.refusing() {
+		t.Fatal("no probe a second after the last one")
+	}
+	err = nil // the log is back: the probe's append is acknowledged
+	if got := log.AppendEnvelopes(ctx, events.TopicCommands()); got != nil {
+		t.Fatalf("append returned %v", got)
+	}
+	for range 3 {
+		if log.refusing() {
+			t.Fatal("a new operation is refused after the log acknowledged an append")
 		}
 	}
 }

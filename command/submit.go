@@ -48,7 +48,7 @@ var errReused = events.Reject(events.CodeClientOrderIDReused,
 type core struct {
 	records *Records
 	tags    TagSource
-	log     Appender
+	log     *boundedLog
 	ops     OperationReader
 	symbols SymbolReader
 	now     func() time.Time
@@ -131,6 +131,13 @@ type recordKey struct {
 // record started is finished: see retry).
 func (c *core) submit(ctx context.Context, ps []prepared) []Outcome {
 	out := make([]Outcome, len(ps))
+	if c.log.refusing() {
+		// The log failed last: nothing new is recorded; a retry is answered from its record.
+		for i, p := range ps {
+			out[i].Result, out[i].Err = c.refused(ctx, p.base, p.kind, events.ErrUnavailable)
+		}
+		return out
+	}
 	recs, inserted, appendErr, err := c.record(ctx, ps)
 	if err != nil {
 		return failAll(out, err)
