@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,9 +45,14 @@ type boundedLog struct {
 // AppendEnvelopes implements Appender.
 func (b *boundedLog) AppendEnvelopes(ctx context.Context, topic events.Topic, envs ...events.Envelope) error {
 	done := make(chan error, 1) // the background append never blocks on it
+	var mu sync.Mutex
+	answered := false // the log answered this append: what it said is what the gate learns
 	go func() {
 		err := b.Appender.AppendEnvelopes(context.WithoutCancel(ctx), topic, envs...)
+		mu.Lock()
+		answered = true
 		b.learn(err)
+		mu.Unlock()
 		done <- err
 	}()
 	timer := time.NewTimer(b.wait)
@@ -55,7 +61,15 @@ func (b *boundedLog) AppendEnvelopes(ctx context.Context, topic events.Topic, en
 	case err := <-done:
 		return err
 	case <-timer.C:
-		b.learn(errAppendUnacknowledged)
+		mu.Lock()
+		late := answered
+		if !late {
+			b.learn(errAppendUnacknowledged)
+		}
+		mu.Unlock()
+		if late { // the log answered as the bound passed: its answer is on its way
+			return <-done
+		}
 		return fmt.Errorf("%w (%v)", errAppendUnacknowledged, b.wait)
 	case <-ctx.Done():
 		return fmt.Errorf("append of %d command events: %w", len(envs), context.Cause(ctx))
