@@ -560,23 +560,49 @@ func TestExecutorSendsWhatAFailedBatchNeverStarted(t *testing.T) {
 func TestExecutorShutDownMidBatchLeavesNothingUnsentToReconcile(t *testing.T) {
 	e := exSetup(t)
 	const login = 1004
-	inFlight, waiting := e.op(login), e.op(login)
-	e.fault(sim.Fault{Mode: sim.FaultLatency, Latency: 5 * time.Second})
-	e.appendCmds(marketCmd(inFlight, "EURUSD", "BUY", "0.10"), marketCmd(waiting, "EURUSD", "BUY", "0.10"))
-	stop := e.start()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		a, _ := e.row(inFlight)
-		b, _ := e.row(waiting)
-		if a && b {
-			break // both claimed; the first is in the trade server's latency
+	// The trade server holds every send for a minute (the executor's shutdown cuts it short).
+	latency := sim.Fault{Mode: sim.FaultLatency, Latency: time.Minute}
+	e.fault(latency)
+	var inFlight, waiting events.Operation
+	// The two commands are appended together, but the executor's batch is whatever its
+	// consumer has buffered when it looks (batch.NoWait): now and then the first comes alone.
+	// Then the scenario did not happen: the second is sent without the latency and the
+	// scenario is tried again with two new operations.
+	for attempt := 1; ; attempt++ {
+		inFlight, waiting = e.op(login), e.op(login)
+		e.appendCmds(marketCmd(inFlight, "EURUSD", "BUY", "0.10"), marketCmd(waiting, "EURUSD", "BUY", "0.10"))
+		stop := e.start()
+		deadline := time.Now().Add(30 * time.Second)
+		alone := false
+		for {
+			a, _ := e.row(inFlight)
+			b, _ := e.row(waiting)
+			if a && b {
+				break // both claimed; the first is in the trade server's latency
+			}
+			if a {
+				alone = true // a claim writes the rows of its batch in one statement
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the batch was never claimed")
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the batch was never claimed")
+		stop()
+		if !alone {
+			break
 		}
-		time.Sleep(20 * time.Millisecond)
+		if attempt == 5 {
+			t.Fatal("in 5 attempts the executor never claimed the two commands in one batch")
+		}
+		t.Logf("attempt %d: the first command was claimed alone; again with two new operations", attempt)
+		e.fault(sim.Fault{Mode: sim.FaultNone})
+		stop = e.start()
+		e.waitRow(waiting) // not to hold the next attempt behind the latency
+		stop()
+		e.fault(latency)
 	}
-	stop()
 	if ok, st := e.row(inFlight); !ok || st != "" {
 		t.Fatalf("the interrupted send's row: exists %v, status %q; want kept without outcome", ok, st)
 	}
