@@ -77,7 +77,8 @@ func NewHandlers(d Deps) (Handlers, error) {
 	if d.AppendWait <= 0 {
 		d.AppendWait = DefaultAppendWait
 	}
-	c := &core{records: d.Records, tags: d.Tags, log: &boundedLog{Appender: d.Log, wait: d.AppendWait, now: d.Now}, ops: d.Operations, symbols: d.Symbols, now: d.Now,
+	appender := &boundedLog{Appender: d.Log, wait: d.AppendWait, now: d.Now}
+	c := &core{records: d.Records, tags: d.Tags, log: appender, ops: d.Operations, symbols: d.Symbols, now: d.Now,
 		stage: d.Stage, settled: d.Settlements}
 	return Handlers{
 		PlaceOrder:     PlaceOrderHandler{core: c, v: v},
