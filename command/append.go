@@ -11,11 +11,10 @@ import (
 	"tradesvc/events"
 )
 
-// DefaultAppendWait is how long a request waits for its command's append by default
-// (Deps.AppendWait). An append takes about a millisecond, and its p99 stays under half a
-// second at three times the load the service sustains; while the broker is down, the
-// producer's own retries take 5 to 17 s before they fail.
-const DefaultAppendWait = 2 * time.Second
+// AppendWait is how long a request waits for its command's append. An append takes about a
+// millisecond, and its p99 stays under half a second at three times the load the service
+// sustains; while the broker is down, the producer's own retries take 5 to 17 s to fail.
+const AppendWait = 2 * time.Second
 
 // errAppendUnacknowledged is the failure of an append the log did not acknowledge in time.
 var errAppendUnacknowledged = errors.New("command: the log did not acknowledge the append in time")
@@ -79,7 +78,9 @@ func (b *boundedLog) AppendEnvelopes(ctx context.Context, topic events.Topic, en
 // learn records what an append found the log to be.
 func (b *boundedLog) learn(err error) {
 	if err == nil {
-		b.down.Store(0)
+		if b.down.Load() != 0 { // a load: every acknowledged append passes here
+			b.down.Store(0)
+		}
 		return
 	}
 	now := b.now().UnixNano()

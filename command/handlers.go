@@ -40,9 +40,6 @@ type Deps struct {
 	// Settlements, when set, lets a retry of an unsettled operation wait (up to SettleWait)
 	// for the settlement it asked for, so that one retry answers it (settle.go).
 	Settlements SettleAwaiter
-	// AppendWait bounds how long a request waits for its command's append before it is
-	// answered -5009 (default DefaultAppendWait; append.go).
-	AppendWait time.Duration
 }
 
 // Validate reports every missing dependency at once.
@@ -74,10 +71,7 @@ func NewHandlers(d Deps) (Handlers, error) {
 	if d.Stage == nil {
 		d.Stage = func(string, time.Duration) {}
 	}
-	if d.AppendWait <= 0 {
-		d.AppendWait = DefaultAppendWait
-	}
-	appender := &boundedLog{Appender: d.Log, wait: d.AppendWait, now: d.Now}
+	appender := &boundedLog{Appender: d.Log, wait: AppendWait, now: d.Now}
 	c := &core{records: d.Records, tags: d.Tags, log: appender, ops: d.Operations, symbols: d.Symbols, now: d.Now,
 		stage: d.Stage, settled: d.Settlements}
 	return Handlers{
