@@ -35,6 +35,13 @@ type Batching interface {
 // before handing it to the combiner, which paces the writes.
 const pacedFill = 100 * time.Millisecond
 
+// Trailing is implemented by projections that read some of their topics a little behind
+// (batch.Config.Trailing): those topics' partitions are fetched at most once per every, as
+// their messages wait that long before they are applied anyway.
+type Trailing interface {
+	Trailing() (topics []events.Topic, every time.Duration)
+}
+
 // Positioned is implemented by projections that store the log positions they applied in
 // the same transaction as their writes (Positions): every session starts from them.
 type Positioned interface {
@@ -126,6 +133,13 @@ func Run(ctx context.Context, src Source, name string, p Projection) error {
 	}
 	if d, ok := p.(Deduplicating); ok {
 		cfg.Applied = d.AppliedFact
+	}
+	if tr, ok := p.(Trailing); ok {
+		topics, every := tr.Trailing()
+		for _, t := range topics {
+			cfg.Trailing = append(cfg.Trailing, src.TopicPrefix+t.Name)
+		}
+		cfg.TrailFor = every
 	}
 	if src.Observe != nil {
 		cfg.Observer = src.Observe(name)

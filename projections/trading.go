@@ -129,6 +129,17 @@ func (t *Trading) Topics() []events.Topic {
 	return []events.Topic{events.TopicCommands(), events.TopicExecutions(), events.TopicTrades()}
 }
 
+// Trailing implements Trailing: a command read from the command topic waits CommandGrace
+// before it is applied on its own, and its outcome usually brings it first, so the command
+// topic is fetched at most once per CommandGrace instead of once per command (a wake-up of
+// the broker and of this consumer per order, for a copy that is dropped).
+func (t *Trading) Trailing() ([]events.Topic, time.Duration) {
+	if t.cfg.CommandGrace <= 0 || t.cfg.Replaying {
+		return nil, 0
+	}
+	return []events.Topic{events.TopicCommands()}, t.cfg.CommandGrace
+}
+
 // MaxWait implements Batching: the projection is on the latency path of every RESULT, so a
 // batch is whatever is already buffered.
 func (t *Trading) MaxWait() time.Duration { return batch.NoWait }

@@ -66,6 +66,15 @@ type Config struct {
 	// that a quiet stream costs few fetches.
 	FetchWait time.Duration
 	FetchMin  int32
+	// Trailing names topics (prefix included) read a little behind, and TrailFor how far:
+	// once a message of one of them arrives, every claimed partition of those topics is
+	// paused for TrailFor, so that their messages come in one fetch per TrailFor rather than
+	// one per message, while the other topics' fetches go on as before. For a topic whose
+	// messages wait before they are applied anyway (the trading projection's commands,
+	// which usually come first in band with their outcome): a fetch the broker answers at
+	// once for each of them costs the broker and the consumer a wake-up that buys nothing.
+	Trailing []string
+	TrailFor time.Duration
 	// Logger receives retry and decode problems.
 	Logger *slog.Logger
 
@@ -109,6 +118,7 @@ func (c Config) Validate() error {
 	p.If(c.Group == "", "batch: no consumer group")
 	p.If(len(c.Topics) == 0, "batch: no topics")
 	p.If(c.Sarama == nil, "batch: no sarama config")
+	p.If(len(c.Trailing) > 0 && c.TrailFor <= 0, "batch: trailing topics without a TrailFor")
 	p.If(c.MaxAttempts < 0, "batch: negative MaxAttempts")
 	p.If(c.MaxAttempts > 0 && c.DeadLetter == nil, "batch: MaxAttempts needs a DeadLetter to park in")
 	return p.Err()
@@ -187,6 +197,7 @@ func Run(ctx context.Context, cfg Config, handle Handler) error {
 				cfg.Logger.Warn("kafka consumer group error", "group", cfg.Group, "err", err)
 			}
 		}()
+		gh.group = group
 		if consume(ctx, cfg, group, gh) {
 			attempt = 0
 		}
@@ -241,6 +252,9 @@ type groupHandler struct {
 	fatal context.CancelCauseFunc
 	// resume ends the current session (ErrResume).
 	resume context.CancelFunc
+	// group is the consumer group of the current session; trail its trailing partitions.
+	group sarama.ConsumerGroup
+	trail *trail
 }
 
 // Setup starts every claimed partition where the handler's store says it stands, whatever
@@ -248,6 +262,7 @@ type groupHandler struct {
 // after a commit to Kafka that failed. A store that cannot be read fails the session (it is
 // joined again after a backoff).
 func (g *groupHandler) Setup(sess sarama.ConsumerGroupSession) error {
+	g.trail = newTrail(g.group, g.cfg, sess.Claims())
 	if g.cfg.Positions == nil {
 		return nil
 	}
@@ -272,7 +287,12 @@ func (g *groupHandler) Setup(sess sarama.ConsumerGroupSession) error {
 	return nil
 }
 
-func (*groupHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+// Cleanup resumes the trailing partitions the session paused: a pause outlives the session
+// in the consumer group otherwise.
+func (g *groupHandler) Cleanup(sarama.ConsumerGroupSession) error {
+	g.trail.stop()
+	return nil
+}
 
 func (g *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	ctx := sess.Context()
@@ -288,6 +308,7 @@ func (g *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 		}
 	}()
 	in := claim.Messages()
+	trailing := g.trail.has(topic)
 	for {
 		var raw []*sarama.ConsumerMessage
 		select {
@@ -298,6 +319,9 @@ func (g *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 				return nil
 			}
 			raw = append(raw, m)
+		}
+		if trailing {
+			g.trail.arrived()
 		}
 		var ok bool
 		if raw, ok = g.fill(ctx, in, raw); !ok {
