@@ -132,12 +132,16 @@ func (t *Trading) Topics() []events.Topic {
 // Trailing implements Trailing: a command read from the command topic waits CommandGrace
 // before it is applied on its own, and its outcome usually brings it first, so the command
 // topic is fetched at most once per CommandGrace instead of once per command (a wake-up of
-// the broker and of this consumer per order, for a copy that is dropped).
+// the broker and of this consumer per order, for a copy that is dropped). The relay's topic
+// trails too: nearly all of it is copies of facts an outcome brought in band (left
+// undecoded, AppliedFact), so fetching it as each copy lands woke the broker and this
+// consumer once more per order; what only the relay brings (SL/TP, stop-outs, triggers,
+// deposits) is applied at most CommandGrace later, the first of a quiet spell at once.
 func (t *Trading) Trailing() ([]events.Topic, time.Duration) {
 	if t.cfg.CommandGrace <= 0 || t.cfg.Replaying {
 		return nil, 0
 	}
-	return []events.Topic{events.TopicCommands()}, t.cfg.CommandGrace
+	return []events.Topic{events.TopicCommands(), events.TopicTrades()}, t.cfg.CommandGrace
 }
 
 // MaxWait implements Batching: the projection is on the latency path of every RESULT, so a
