@@ -55,8 +55,8 @@ const saturatedWindows = 2
 type AdmissionConfig struct {
 	// MaxInFlight is how many queued operations may await their outcome before new
 	// exposure is shed (default 4000); MinInFlight the least the adaptive bound falls to
-	// while the path lags (default 300, at most MaxInFlight; while the process is short of
-	// CPU, a third of it: saturatedMin), Adjust how often it may move (default MaxAge / 5).
+	// while the path lags (default 300, at most MaxInFlight), Adjust how often it may move
+	// (default MaxAge / 5).
 	MaxInFlight int
 	MinInFlight int
 	Adjust      time.Duration
@@ -190,8 +190,7 @@ func (a *Admission) trim(now time.Time) {
 // adapt moves the in-flight bound, at most every Adjust (a.mu held): while the path lags, to
 // nine tenths of what is in flight (or of the bound, when less is); while the process is
 // saturated (MaxSchedDelay, two windows in a row), to nine tenths of twice what is in flight
-// (or of the bound), never below a third of MinInFlight (saturatedMin); never below
-// MinInFlight otherwise. While the path keeps up and four fifths of the
+// (or of the bound); never below MinInFlight. While the path keeps up and four fifths of the
 // bound are in flight, up by a tenth, never above MaxInFlight.
 func (a *Admission) adapt(now time.Time) {
 	if now.Sub(a.adjusted) < a.cfg.Adjust {
@@ -214,22 +213,13 @@ func (a *Admission) adapt(now time.Time) {
 		return
 	}
 	if saturated { // gentler than a lag: twice what is in flight is left for bursts
-		a.limit = max(saturatedMin(a.cfg.MinInFlight), min(a.limit, 2*n)*9/10)
+		a.limit = max(a.cfg.MinInFlight, min(a.limit, 2*n)*9/10)
 		return
 	}
 	if n*5 >= a.limit*4 {
 		a.limit = min(a.cfg.MaxInFlight, a.limit+max(a.limit/10, 1))
 	}
 }
-
-// saturatedMin is the least the in-flight bound falls to while the process is short of CPU: a
-// third of MinInFlight. A lag of the path behind a gateway that has CPU to spare (a collection
-// elsewhere, a slow commit) passes; holding at least MinInFlight through it keeps a load the
-// path sustains from being shed. A gateway short of CPU answers every request late, -1008
-// included, and only letting in less frees the CPU to answer: offered 4,284 orders/s on the
-// two cores of the bench machine, a floor of 300 in flight held the admitted rate near 930/s and
-// the answers at p99 5.4 s (docs/benchmarks.md).
-func saturatedMin(minInFlight int) int { return max(minInFlight/3, 1) }
 
 // stale reports whether at least limit operations have awaited their outcome longer than
 // age: it reads the queue from its oldest end and stops at the first young one (a.mu held).

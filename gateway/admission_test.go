@@ -284,37 +284,3 @@ func TestAdmissionBoundFallsWhileTheProcessIsSaturated(t *testing.T) {
 		t.Fatalf("bound %d once scheduling is quick again with 81 in flight; want 89 (nearly reached: up by a tenth)", got)
 	}
 }
-
-// While the process is short of CPU the bound falls below MinInFlight, to a third of it: only
-// letting in less frees the CPU to answer (the overload of docs/benchmarks.md, where a floor
-// of 300 held answers at p99 5.4 s); a lag alone never takes it below MinInFlight.
-func TestAdmissionBoundFallsBelowItsMinimumOnlyWhileSaturated(t *testing.T) {
-	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
-	delay := 40 * time.Millisecond
-	a := gateway.NewAdmission(gateway.AdmissionConfig{MaxInFlight: 100, MinInFlight: 30, MaxAge: 500 * time.Millisecond,
-		StaleLimit: 5, Adjust: 10 * time.Millisecond, Forget: time.Hour,
-		MaxSchedDelay: 30 * time.Millisecond, SchedDelay: func() time.Duration { return delay }}, clk.now)
-	for i := range 8 {
-		a.Queued(fmt.Sprintf("op%d", i))
-	}
-	step := func() {
-		clk.t = clk.t.Add(10 * time.Millisecond)
-		a.Admit(trading.KindPlaceOrder)
-	}
-	// Saturated with 8 young operations in flight: 14 (nine tenths of twice 8), 12, 10, and no
-	// lower.
-	for range 10 {
-		step()
-	}
-	if got := a.State().Bound; got != 10 {
-		t.Fatalf("bound %d after a long saturation with 8 in flight; want 10, a third of MinInFlight", got)
-	}
-	// Scheduling is quick again and the 8 are past MaxAge (the path lags): the bound follows
-	// the lag, but not below MinInFlight.
-	delay = time.Millisecond
-	clk.t = clk.t.Add(time.Second)
-	step()
-	if got := a.State().Bound; got != 30 {
-		t.Fatalf("bound %d during a lag without saturation; want MinInFlight 30", got)
-	}
-}
