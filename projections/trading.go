@@ -136,7 +136,8 @@ func (t *Trading) Topics() []events.Topic {
 // trails too: nearly all of it is copies of facts an outcome brought in band (left
 // undecoded, AppliedFact), so fetching it as each copy lands woke the broker and this
 // consumer once more per order; what only the relay brings (SL/TP, stop-outs, triggers,
-// deposits) is applied at most CommandGrace later, the first of a quiet spell at once.
+// deposits) comes at once after a quiet spell, and under a steady flow after the pause and
+// the fetch already waiting (at most about 120 ms later, docs/trading.md).
 func (t *Trading) Trailing() ([]events.Topic, time.Duration) {
 	if t.cfg.CommandGrace <= 0 || t.cfg.Replaying {
 		return nil, 0

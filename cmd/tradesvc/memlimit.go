@@ -15,7 +15,7 @@ import (
 // slow answers of a RESULT run come in clusters at the collections (docs/benchmarks.md). So
 // collect rarely: the heap may grow to nine times what is live, and the soft memory limit
 // (below) bounds it. Until the live heap reaches a third of that limit this never collects
-// more often than a lower target would; past it both are governed by the limit alike.
+// more often than the former 200 did; past it both are governed by the limit alike.
 const defaultGCPercent = 800
 
 // minMemoryLimit is the least soft memory limit the service sets itself (GOMEMLIMIT unset).
