@@ -45,6 +45,7 @@ type TradingConfig struct {
 	// applied on its own (default 20ms; negative: not at all): its outcome, which carries it,
 	// usually comes first, and then the command's own copy costs no transaction. An
 	// operation shows as queued (ACCEPTED, NEW) that much later when its outcome is slower.
+	// It is also the pause between two fetches of the command and relay topics (Trailing).
 	CommandGrace time.Duration
 	// Stage, when set, is told how long each outcome took from its decision to reach the
 	// projection ("consumed") and to the commit that applied it ("projected", metrics).
