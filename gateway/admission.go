@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
+
 	"tradesvc/events"
 	"tradesvc/events/trading"
 	"tradesvc/infra/check"
@@ -37,13 +39,17 @@ type Admission struct {
 
 	mu       sync.Mutex
 	inFlight map[string]time.Time // operation id → when this gateway queued it
-	queue    []queued             // the same, oldest first (decided ones are dropped lazily)
-	shedAt   time.Time            // the last time a request was shed
-	reason   string               // why the last one was
-	limit    int                  // the adaptive in-flight bound (adapt)
-	adjusted time.Time            // when it was last considered
-	sched    time.Duration        // the scheduling latency p99 adapt read last
-	hot      int                  // windows in a row whose scheduling latency was past MaxSchedDelay
+	// admitting counts the requests admitted whose handler has not returned yet (Release):
+	// under overload hundreds are between Admit and Queued at once (validated, recorded,
+	// appended), and a bound that did not count them would let all of them in.
+	admitting int
+	queue     []queued      // the same, oldest first (decided ones are dropped lazily)
+	shedAt    time.Time     // the last time a request was shed
+	reason    string        // why the last one was
+	limit     int           // the adaptive in-flight bound (adapt)
+	adjusted  time.Time     // when it was last considered
+	sched     time.Duration // the scheduling latency p99 adapt read last
+	hot       int           // windows in a row whose scheduling latency was past MaxSchedDelay
 }
 
 // saturatedWindows is how many Adjust windows in a row the scheduling latency must be past
@@ -106,8 +112,9 @@ func NewAdmission(cfg AdmissionConfig, now func() time.Time) *Admission {
 var errOverloaded = events.Reject(events.CodeOverloaded,
 	"Overloaded; did not execute. Nothing was recorded: retry later with the same or a new newClientOrderId.")
 
-// Admit returns why an operation of kind should be shed now ("": admit it). It counts
-// nothing: Shed does, once the caller has checked that the request is not a retry.
+// Admit returns why an operation of kind should be shed now ("": admit it, and count it
+// against the bounds until Release). A shed one counts nothing: Shed does, once the caller
+// has checked that the request is not a retry.
 func (a *Admission) Admit(kind trading.Kind) (reason string) {
 	factor := 1
 	if kind.RiskReducing() {
@@ -125,10 +132,39 @@ func (a *Admission) Admit(kind trading.Kind) (reason string) {
 	if factor > 1 {
 		bound = a.cfg.MaxInFlight * factor // flattening never waits for the bound to rise again
 	}
-	if len(a.inFlight) >= bound {
+	if len(a.inFlight)+a.admitting >= bound {
 		return "in-flight"
 	}
+	a.admitting++
 	return ""
+}
+
+// Release ends the count of n requests Admit admitted: their handlers returned, or queued
+// what is now counted in flight (Queued) until decided.
+func (a *Admission) Release(n int) {
+	a.mu.Lock()
+	a.admitting = max(a.admitting-n, 0)
+	a.mu.Unlock()
+}
+
+// admittedKey holds, in an admitted request's locals, the release of its admission (once).
+const admittedKey = "tradesvc.admitted"
+
+// holdAdmission keeps the admission of the request c until its handler returns or its
+// operation is queued, whichever comes first (releaseAdmission): a RESULT awaiting its answer
+// is counted once, as the operation in flight, not twice.
+func (s *Server) holdAdmission(c *fiber.Ctx) (release func()) {
+	var once sync.Once
+	release = func() { once.Do(func() { s.admission.Release(1) }) }
+	c.Locals(admittedKey, release)
+	return release
+}
+
+// releaseAdmission ends the admission count of the request c, if it holds one.
+func releaseAdmission(c *fiber.Ctx) {
+	if release, ok := c.Locals(admittedKey).(func()); ok {
+		release()
+	}
 }
 
 // Shed counts a request of kind shed for reason and returns its answer, -1008.
@@ -145,23 +181,24 @@ func (a *Admission) Shed(kind trading.Kind, reason string) error {
 
 // admit is admission control for one operation of kind whose parameters are p: -1008 when
 // it must be shed, unless its newClientOrderId is recorded (a retry, answered from its
-// record as always).
-func (s *Server) admit(ctx context.Context, r *Request, p paramGetter, kind trading.Kind) error {
+// record as always). admitted reports that it counts against the bounds: the caller
+// releases it (Admission.Release) once its handler has returned.
+func (s *Server) admit(ctx context.Context, r *Request, p paramGetter, kind trading.Kind) (admitted bool, err error) {
 	reason := s.admission.Admit(kind)
 	if reason == "" {
-		return nil
+		return true, nil
 	}
 	if id, ok := optional(p, "newClientOrderId"); ok && id != "" && r.Key != nil {
 		apiKeyID, _ := strconv.ParseInt(r.Key.ID, 10, 64)
 		recorded, err := s.app.Commands.Recorded(ctx, apiKeyID, id)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if recorded {
-			return nil
+			return false, nil
 		}
 	}
-	return s.admission.Shed(kind, reason)
+	return false, s.admission.Shed(kind, reason)
 }
 
 // queued is one operation in the order this gateway queued them.
@@ -187,8 +224,9 @@ func (a *Admission) trim(now time.Time) {
 	a.queue = a.queue[i:]
 }
 
-// adapt moves the in-flight bound, at most every Adjust (a.mu held): while the path lags, to
-// nine tenths of what is in flight (or of the bound, when less is); while the process is
+// adapt moves the in-flight bound, at most every Adjust (a.mu held); "in flight" is what the
+// bound counts (queued and admitting). While the path lags, to nine tenths of what is in
+// flight (or of the bound, when less is); while the process is
 // saturated (MaxSchedDelay, two windows in a row), to nine tenths of twice what is in flight
 // (or of the bound); never below MinInFlight. While the path keeps up and four fifths of the
 // bound are in flight, up by a tenth, never above MaxInFlight.
@@ -197,7 +235,7 @@ func (a *Admission) adapt(now time.Time) {
 		return
 	}
 	a.adjusted = now
-	n := len(a.inFlight)
+	n := len(a.inFlight) + a.admitting // what the bound counts
 	saturated := false
 	if a.cfg.MaxSchedDelay > 0 {
 		a.sched = a.cfg.SchedDelay()
@@ -264,6 +302,9 @@ func (a *Admission) Observe(c query.Change) {
 // AdmissionState is what readiness shows of admission control.
 type AdmissionState struct {
 	InFlight int `json:"inFlight"`
+	// Admitting counts the requests admitted whose handlers have not returned (counted
+	// against the bound with InFlight).
+	Admitting int `json:"admitting"`
 	// Bound is the in-flight bound now (it adapts to the path's lag).
 	Bound int `json:"bound"`
 	// Shedding: a request was shed within the last 5 seconds (Reason says which bound).
@@ -280,7 +321,7 @@ func (a *Admission) State() AdmissionState {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := AdmissionState{InFlight: len(a.inFlight), Bound: a.limit, LastShed: a.shedAt,
+	s := AdmissionState{InFlight: len(a.inFlight), Admitting: a.admitting, Bound: a.limit, LastShed: a.shedAt,
 		SchedDelayP99Ms: float64(a.sched.Microseconds()) / 1000}
 	if !a.shedAt.IsZero() && now.Sub(a.shedAt) < 5*time.Second {
 		s.Shedding, s.Reason = true, a.reason

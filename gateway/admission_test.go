@@ -22,25 +22,63 @@ func decided(opID string) query.Change {
 		Operation: &query.OperationState{Derived: trading.Derived{Status: "FILLED", Decided: true}}}
 }
 
+// admit is one request's admission as its handler, once returned, leaves it: Admit, then
+// Release when admitted (what the handler queued counts through Queued).
+func admit(a *gateway.Admission, k trading.Kind) string {
+	r := a.Admit(k)
+	if r == "" {
+		a.Release(1)
+	}
+	return r
+}
+
+// A request admitted counts against the bound from Admit until its handler returns
+// (Release), whatever it then queued: under overload hundreds are between the two at once,
+// and a bound counting only what is queued would let them all in.
+func TestAdmissionCountsAdmittedRequestsUntilReleased(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	a := gateway.NewAdmission(gateway.AdmissionConfig{MaxInFlight: 3, RiskFactor: 2, MaxAge: time.Hour}, clk.now)
+	a.Queued("queued")
+	for i := range 2 {
+		if r := a.Admit(trading.KindPlaceOrder); r != "" {
+			t.Fatalf("admission %d of 3 (1 queued): shed for %q", i+1, r)
+		}
+	}
+	if s := a.State(); s.InFlight != 1 || s.Admitting != 2 {
+		t.Fatalf("state %+v, want 1 in flight and 2 admitting", s)
+	}
+	if r := a.Admit(trading.KindPlaceOrder); r != "in-flight" {
+		t.Fatalf("1 queued and 2 admitting at a bound of 3: reason %q, want in-flight", r)
+	}
+	a.Release(1) // one handler returned without queueing (a validation error)
+	if r := a.Admit(trading.KindPlaceOrder); r != "" {
+		t.Fatalf("after a release: shed for %q", r)
+	}
+	a.Release(5) // never below zero
+	if s := a.State(); s.Admitting != 0 {
+		t.Fatalf("admitting %d after releasing more than admitted, want 0", s.Admitting)
+	}
+}
+
 func TestAdmissionInFlightBound(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
 	a := gateway.NewAdmission(gateway.AdmissionConfig{MaxInFlight: 2, RiskFactor: 2, MaxAge: time.Hour}, clk.now)
-	if r := a.Admit(trading.KindPlaceOrder); r != "" {
+	if r := admit(a, trading.KindPlaceOrder); r != "" {
 		t.Fatalf("empty: shed for %q", r)
 	}
 	a.Queued("a")
 	a.Queued("b")
-	if r := a.Admit(trading.KindPlaceOrder); r != "in-flight" {
+	if r := admit(a, trading.KindPlaceOrder); r != "in-flight" {
 		t.Fatalf("2 in flight, bound 2: reason %q, want in-flight", r)
 	}
 	for _, k := range []trading.Kind{trading.KindCancelOrder, trading.KindClosePosition, trading.KindCloseAll} {
-		if r := a.Admit(k); r != "" {
+		if r := admit(a, k); r != "" {
 			t.Errorf("%s with 2 in flight, risk bound 4: shed for %q", k, r)
 		}
 	}
 	a.Queued("c")
 	a.Queued("d")
-	if r := a.Admit(trading.KindCancelOrder); r != "in-flight" {
+	if r := admit(a, trading.KindCancelOrder); r != "in-flight" {
 		t.Fatalf("4 in flight, risk bound 4: reason %q, want in-flight", r)
 	}
 	// A state that is not the outcome does not end the wait; the outcome does.
@@ -56,11 +94,11 @@ func TestAdmissionInFlightBound(t *testing.T) {
 	if got := a.State().InFlight; got != 2 {
 		t.Fatalf("after 2 outcomes: %d in flight, want 2", got)
 	}
-	if r := a.Admit(trading.KindPlaceOrder); r != "in-flight" {
+	if r := admit(a, trading.KindPlaceOrder); r != "in-flight" {
 		t.Fatalf("2 in flight again: reason %q, want in-flight", r)
 	}
 	a.Observe(decided("c"))
-	if r := a.Admit(trading.KindPlaceOrder); r != "" {
+	if r := admit(a, trading.KindPlaceOrder); r != "" {
 		t.Fatalf("1 in flight: shed for %q", r)
 	}
 }
@@ -73,24 +111,24 @@ func TestAdmissionLagging(t *testing.T) {
 	a.Queued("old2")
 	clk.t = clk.t.Add(150 * time.Millisecond)
 	a.Queued("young")
-	if r := a.Admit(trading.KindPlaceOrder); r != "lagging" {
+	if r := admit(a, trading.KindPlaceOrder); r != "lagging" {
 		t.Fatalf("2 operations older than 100ms: reason %q, want lagging", r)
 	}
 	// Risk-reducing: twice the age and twice the count.
-	if r := a.Admit(trading.KindClosePosition); r != "" {
+	if r := admit(a, trading.KindClosePosition); r != "" {
 		t.Fatalf("close: shed for %q", r)
 	}
 	clk.t = clk.t.Add(100 * time.Millisecond) // old ones 250ms, young 100ms
-	if r := a.Admit(trading.KindClosePosition); r != "" {
+	if r := admit(a, trading.KindClosePosition); r != "" {
 		t.Fatalf("close with 2 operations past 200ms (limit 4): shed for %q", r)
 	}
 	a.Observe(decided("old1"))
-	if r := a.Admit(trading.KindPlaceOrder); r != "" {
+	if r := admit(a, trading.KindPlaceOrder); r != "" {
 		t.Fatalf("one late operation left (limit 2): shed for %q", r)
 	}
 	// Re-queued (a retry that queued again) counts from its new time only.
 	a.Queued("old2")
-	if r := a.Admit(trading.KindPlaceOrder); r != "" {
+	if r := admit(a, trading.KindPlaceOrder); r != "" {
 		t.Fatalf("re-queued operation is young: shed for %q", r)
 	}
 }
@@ -99,11 +137,11 @@ func TestAdmissionForgetsUnseenOutcomes(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
 	a := gateway.NewAdmission(gateway.AdmissionConfig{MaxInFlight: 1, Forget: 10 * time.Second}, clk.now)
 	a.Queued("lost")
-	if r := a.Admit(trading.KindPlaceOrder); r != "in-flight" {
+	if r := admit(a, trading.KindPlaceOrder); r != "in-flight" {
 		t.Fatalf("reason %q, want in-flight", r)
 	}
 	clk.t = clk.t.Add(11 * time.Second)
-	if r := a.Admit(trading.KindPlaceOrder); r != "" {
+	if r := admit(a, trading.KindPlaceOrder); r != "" {
 		t.Fatalf("an outcome never seen for 11 s (forget 10 s): shed for %q", r)
 	}
 	if got := a.State().InFlight; got != 0 {
@@ -158,7 +196,7 @@ func TestAdmissionBoundAdaptsToTheLag(t *testing.T) {
 		a.Queued(id)
 	}
 	clk.t = clk.t.Add(150 * time.Millisecond)
-	if r := a.Admit(trading.KindPlaceOrder); r != "lagging" {
+	if r := admit(a, trading.KindPlaceOrder); r != "lagging" {
 		t.Fatalf("20 operations older than 100ms: reason %q, want lagging", r)
 	}
 	if got := a.State().Bound; got != 18 {
@@ -167,7 +205,7 @@ func TestAdmissionBoundAdaptsToTheLag(t *testing.T) {
 	// The lag goes on: a tenth less every Adjust, down to MinInFlight.
 	for range 30 {
 		clk.t = clk.t.Add(10 * time.Millisecond)
-		a.Admit(trading.KindPlaceOrder)
+		admit(a, trading.KindPlaceOrder)
 	}
 	if got := a.State().Bound; got != 5 {
 		t.Fatalf("bound %d after a long lag, want MinInFlight 5", got)
@@ -178,7 +216,7 @@ func TestAdmissionBoundAdaptsToTheLag(t *testing.T) {
 	}
 	admitted := 0
 	for _, id := range ids("next", 10) {
-		if a.Admit(trading.KindPlaceOrder) != "" {
+		if admit(a, trading.KindPlaceOrder) != "" {
 			break
 		}
 		a.Queued(id)
@@ -189,7 +227,7 @@ func TestAdmissionBoundAdaptsToTheLag(t *testing.T) {
 	}
 	// A close is held to RiskFactor × MaxInFlight, not to the adaptive bound.
 	for _, id := range ids("close", 150) {
-		if r := a.Admit(trading.KindClosePosition); r != "" {
+		if r := admit(a, trading.KindClosePosition); r != "" {
 			t.Fatalf("a close with %d in flight (risk bound 200): shed for %q", a.State().InFlight, r)
 		}
 		a.Queued(id)
@@ -199,7 +237,7 @@ func TestAdmissionBoundAdaptsToTheLag(t *testing.T) {
 	}
 	// The path keeps up and the bound is reached: it rises by a tenth (at least one) per Adjust.
 	clk.t = clk.t.Add(10 * time.Millisecond)
-	if r := a.Admit(trading.KindPlaceOrder); r != "" {
+	if r := admit(a, trading.KindPlaceOrder); r != "" {
 		t.Fatalf("after an Adjust with the bound reached: shed for %q", r)
 	}
 	if got := a.State().Bound; got != 6 {
@@ -210,7 +248,7 @@ func TestAdmissionBoundAdaptsToTheLag(t *testing.T) {
 		a.Observe(decided(id))
 	}
 	clk.t = clk.t.Add(10 * time.Millisecond)
-	a.Admit(trading.KindPlaceOrder)
+	admit(a, trading.KindPlaceOrder)
 	if got := a.State().Bound; got != 6 {
 		t.Fatalf("bound %d with nothing in flight, want it kept at 6", got)
 	}
@@ -219,7 +257,7 @@ func TestAdmissionBoundAdaptsToTheLag(t *testing.T) {
 	batches := map[int][]string{}
 	for step := range 100 {
 		for j := range 12 {
-			if a.Admit(trading.KindPlaceOrder) == "" {
+			if admit(a, trading.KindPlaceOrder) == "" {
 				id := fmt.Sprintf("s%d-%d", step, j)
 				a.Queued(id)
 				batches[step] = append(batches[step], id)
@@ -249,7 +287,7 @@ func TestAdmissionBoundFallsWhileTheProcessIsSaturated(t *testing.T) {
 	}
 	step := func() string {
 		clk.t = clk.t.Add(10 * time.Millisecond)
-		return a.Admit(trading.KindPlaceOrder)
+		return admit(a, trading.KindPlaceOrder)
 	}
 	if r := step(); r != "" || a.State().Bound != 100 {
 		t.Fatalf("quick scheduling: reason %q, bound %d; want admitted, bound 100", r, a.State().Bound)
@@ -272,10 +310,10 @@ func TestAdmissionBoundFallsWhileTheProcessIsSaturated(t *testing.T) {
 	for i := 50; i < 81; i++ {
 		a.Queued(fmt.Sprintf("op%d", i))
 	}
-	if r := a.Admit(trading.KindPlaceOrder); r != "in-flight" {
+	if r := admit(a, trading.KindPlaceOrder); r != "in-flight" {
 		t.Fatalf("81 in flight at a bound of 81: reason %q, want in-flight", r)
 	}
-	if r := a.Admit(trading.KindCancelOrder); r != "" {
+	if r := admit(a, trading.KindCancelOrder); r != "" {
 		t.Fatalf("a cancel while saturated: shed for %q; flattening keeps its static bound", r)
 	}
 	delay = time.Millisecond

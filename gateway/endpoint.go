@@ -244,8 +244,12 @@ func (s *Server) run(c *fiber.Ctx, ep *Endpoint, h HandlerFunc, r *Request) erro
 		}
 	}
 	if ep.Kind != "" {
-		if err := s.admit(ctx, r, r.Params, ep.Kind); err != nil {
+		admitted, err := s.admit(ctx, r, r.Params, ep.Kind)
+		if err != nil {
 			return err
+		}
+		if admitted {
+			defer s.holdAdmission(c)()
 		}
 	}
 	if ep.Orders != nil && r.auth != nil {

@@ -125,6 +125,7 @@ func (s *Server) reply(c *fiber.Ctx, res command.Result, err error, wait bool) e
 	}
 	if res.Fresh {
 		s.admission.Queued(res.Op.OperationID)
+		releaseAdmission(c) // counted in flight from now on
 	}
 	if wait {
 		res = s.await(c.UserContext(), res)
@@ -158,6 +159,8 @@ func (s *Server) placeBatch(c *fiber.Ctx, r *Request, items []itemParams) ([]bat
 	var cmds []command.PlaceOrder
 	var at []int
 	shed := 0 // items shed count nothing against ORDERS; every other item counts one
+	admitting := 0
+	defer func() { s.admission.Release(admitting) }() // the items admitted, once placed
 	for i, it := range items {
 		slot := &slots[i]
 		login, acc, aerr := s.itemAccount(ctx, r, it)
@@ -171,10 +174,14 @@ func (s *Server) placeBatch(c *fiber.Ctx, r *Request, items []itemParams) ([]bat
 			slot.Err = aerr
 			continue
 		}
-		if err := s.admit(ctx, r, it, trading.KindPlaceOrder); err != nil {
+		admitted, err := s.admit(ctx, r, it, trading.KindPlaceOrder)
+		if err != nil {
 			slot.Err = err
 			shed++
 			continue
+		}
+		if admitted {
+			admitting++
 		}
 		b := command.Base{Caller: caller, Login: login, ClientID: id, TradeAllowed: acc.TradeAllowed}
 		o, err := decodeOrder(it, r.Now)
