@@ -61,7 +61,7 @@ const saturatedWindows = 2
 type AdmissionConfig struct {
 	// MaxInFlight is how many queued operations may await their outcome before new
 	// exposure is shed (default 4000); MinInFlight the least the adaptive bound falls to
-	// while the path lags (default 100, at most MaxInFlight), Adjust how often it may move
+	// while the path lags (default 300, at most MaxInFlight), Adjust how often it may move
 	// (default MaxAge / 5).
 	MaxInFlight int
 	MinInFlight int
@@ -91,7 +91,7 @@ func (c *AdmissionConfig) defaults() {
 	c.MaxAge = check.PositiveOr(c.MaxAge, 750*time.Millisecond)
 	c.StaleLimit = check.PositiveOr(c.StaleLimit, 100)
 	c.RiskFactor = check.PositiveOr(c.RiskFactor, 4)
-	c.MinInFlight = min(check.PositiveOr(c.MinInFlight, 100), c.MaxInFlight)
+	c.MinInFlight = min(check.PositiveOr(c.MinInFlight, 300), c.MaxInFlight)
 	c.Adjust = check.PositiveOr(c.Adjust, c.MaxAge/5)
 	c.Forget = check.PositiveOr(c.Forget, 10*time.Second)
 	if c.MaxSchedDelay > 0 && c.SchedDelay == nil {

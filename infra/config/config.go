@@ -164,7 +164,7 @@ func (c *Config) settings() []setting {
 		count(&h.PoisonAttempts, "poison-attempts", "5", "times a message may fail the same way (its store reachable) before it is dead-lettered"),
 
 		count(&a.MaxInFlight, "admit-max-in-flight", "4000", "admission: operations awaiting their outcome past which new orders get -1008"),
-		count(&a.MinInFlight, "admit-min-in-flight", "100", "admission: the least the in-flight bound falls to while the path lags (it adapts between this and --admit-max-in-flight)"),
+		count(&a.MinInFlight, "admit-min-in-flight", "300", "admission: the least the in-flight bound falls to while the path lags (it adapts between this and --admit-max-in-flight)"),
 		positive(&a.MaxAge, "admit-max-age", "750ms", "admission: an operation awaiting its outcome longer is late"),
 		count(&a.StaleLimit, "admit-stale-limit", "100", "admission: late operations past which new orders get -1008"),
 		count(&a.RiskFactor, "admit-risk-factor", "4", "admission: how many times larger the bounds are for cancels, closes and sweeps"),
