@@ -320,8 +320,8 @@ func (g *groupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sara
 			}
 			raw = append(raw, m)
 		}
-		if trailing {
-			g.trail.arrived()
+		if trailing && !g.trail.await(ctx) {
+			return nil
 		}
 		var ok bool
 		if raw, ok = g.fill(ctx, in, raw); !ok {

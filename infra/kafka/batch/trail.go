@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"time"
@@ -11,7 +12,10 @@ import (
 // trail paces the fetches of one session's trailing partitions (Config.Trailing): the first
 // message of a batch pauses all of them for Config.TrailFor, then they are resumed. Fetches
 // leave out paused partitions, so whatever arrives on them meanwhile comes in the first
-// fetch after the pause. The first message after a quiet spell still comes at once.
+// fetch after the pause. The first message after a quiet spell still comes at once. A fetch
+// already in flight when the pause began can still bring messages of a paused partition
+// (sarama leaves paused partitions out of the requests it makes, not out of the answers to
+// those it made); such a message waits out the pause, as if it had come after it.
 type trail struct {
 	group sarama.ConsumerGroup
 	parts map[string][]int32
@@ -19,6 +23,7 @@ type trail struct {
 
 	mu      sync.Mutex
 	paused  bool
+	until   time.Time // when the pause ends
 	stopped bool
 	timer   *time.Timer
 }
@@ -46,16 +51,41 @@ func (t *trail) has(topic string) bool {
 	return ok
 }
 
-// arrived pauses the trailing partitions for the pace, unless they are paused already.
-func (t *trail) arrived() {
+// arrived pauses the trailing partitions for the pace, unless they are paused already, and
+// returns how long the message that arrived must wait: nothing when it began the pause,
+// what is left of the pause when a fetch in flight brought it during one.
+func (t *trail) arrived() time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.paused || t.stopped {
-		return
+	if t.stopped {
+		return 0
 	}
-	t.paused = true
+	if t.paused {
+		return time.Until(t.until)
+	}
+	t.paused, t.until = true, time.Now().Add(t.every)
 	t.group.Pause(t.parts)
 	t.timer = time.AfterFunc(t.every, t.resume)
+	return 0
+}
+
+// await holds a message that arrived on a trailing partition until it may be handed over
+// (arrived); the one handed over after a pause begins the next. It reports false when ctx
+// ended first.
+func (t *trail) await(ctx context.Context) bool {
+	wait := t.arrived()
+	if wait <= 0 {
+		return true
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+	}
+	t.arrived()
+	return true
 }
 
 func (t *trail) resume() {
