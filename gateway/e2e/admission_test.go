@@ -100,9 +100,10 @@ func TestAdmissionShedsOverload(t *testing.T) {
 		Roles map[string]struct {
 			Details struct {
 				Admission struct {
-					InFlight int    `json:"inFlight"`
-					Shedding bool   `json:"shedding"`
-					Reason   string `json:"reason"`
+					InFlight  int    `json:"inFlight"`
+					Admitting int    `json:"admitting"`
+					Shedding  bool   `json:"shedding"`
+					Reason    string `json:"reason"`
 				} `json:"admission"`
 			} `json:"details"`
 		} `json:"roles"`
@@ -136,6 +137,19 @@ func TestAdmissionShedsOverload(t *testing.T) {
 	if str(placed, "status") != "FILLED" {
 		t.Fatalf("adm-shed after the overload: %v", placed)
 	}
+	// Every request admitted was let go once answered: nothing is left counted against the
+	// bound (a request never released would shrink it for good).
+	eventuallyNoMismatch(t, 5*time.Second, "readyz with nothing admitting", func() string {
+		var ready readiness
+		body := e.scrape(t, "/readyz")
+		if err := json.Unmarshal([]byte(body), &ready); err != nil {
+			return "readyz: " + err.Error()
+		}
+		if adm := ready.Roles["gateway"].Details.Admission; adm.Admitting != 0 {
+			return body
+		}
+		return ""
+	})
 }
 
 // header reads an integer response header.
