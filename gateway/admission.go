@@ -226,10 +226,10 @@ func (a *Admission) trim(now time.Time) {
 
 // adapt moves the in-flight bound, at most every Adjust (a.mu held); "in flight" is what the
 // bound counts (queued and admitting). While the path lags, to nine tenths of what is in
-// flight (or of the bound, when less is); while the process is
-// saturated (MaxSchedDelay, two windows in a row), to nine tenths of twice what is in flight
-// (or of the bound); never below MinInFlight. While the path keeps up and four fifths of the
-// bound are in flight, up by a tenth, never above MaxInFlight.
+// flight (or of the bound, when less is); while the process is saturated (MaxSchedDelay, two
+// windows in a row), to nine tenths of twice what is in flight (or of the bound); never below
+// MinInFlight. While the path keeps up and four fifths of the bound are in flight, up by a
+// tenth, never above MaxInFlight.
 func (a *Admission) adapt(now time.Time) {
 	if now.Sub(a.adjusted) < a.cfg.Adjust {
 		return

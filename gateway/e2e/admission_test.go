@@ -96,25 +96,12 @@ func TestAdmissionShedsOverload(t *testing.T) {
 	if !strings.Contains(metrics, `tradesvc_shed_total{kind="MODIFY_POSITION",reason="in-flight"} 1`) {
 		t.Errorf("metrics do not count the shed modification:\n%s", grepLines(metrics, "tradesvc_shed_total"))
 	}
-	type readiness struct {
-		Roles map[string]struct {
-			Details struct {
-				Admission struct {
-					InFlight  int    `json:"inFlight"`
-					Admitting int    `json:"admitting"`
-					Shedding  bool   `json:"shedding"`
-					Reason    string `json:"reason"`
-				} `json:"admission"`
-			} `json:"details"`
-		} `json:"roles"`
-	}
 	eventuallyNoMismatch(t, 4*time.Second, "readyz naming the shedding", func() string { // reported every 2 s
-		var ready readiness
-		body := e.scrape(t, "/readyz")
-		if err := json.Unmarshal([]byte(body), &ready); err != nil {
+		adm, body, err := e.admission(t)
+		if err != nil {
 			return "readyz: " + err.Error()
 		}
-		if adm := ready.Roles["gateway"].Details.Admission; !adm.Shedding || adm.Reason != "in-flight" {
+		if !adm.Shedding || adm.Reason != "in-flight" {
 			return body
 		}
 		return ""
@@ -140,16 +127,38 @@ func TestAdmissionShedsOverload(t *testing.T) {
 	// Every request admitted was let go once answered: nothing is left counted against the
 	// bound (a request never released would shrink it for good).
 	eventuallyNoMismatch(t, 5*time.Second, "readyz with nothing admitting", func() string {
-		var ready readiness
-		body := e.scrape(t, "/readyz")
-		if err := json.Unmarshal([]byte(body), &ready); err != nil {
+		adm, body, err := e.admission(t)
+		if err != nil {
 			return "readyz: " + err.Error()
 		}
-		if adm := ready.Roles["gateway"].Details.Admission; adm.Admitting != 0 {
+		if adm.Admitting != 0 {
 			return body
 		}
 		return ""
 	})
+}
+
+// admissionState is what /readyz shows of the gateway's admission control.
+type admissionState struct {
+	InFlight  int    `json:"inFlight"`
+	Admitting int    `json:"admitting"`
+	Shedding  bool   `json:"shedding"`
+	Reason    string `json:"reason"`
+}
+
+// admission reads the gateway's admission state from /readyz, with the body it came in.
+func (e *env) admission(t testing.TB) (admissionState, string, error) {
+	t.Helper()
+	var ready struct {
+		Roles map[string]struct {
+			Details struct {
+				Admission admissionState `json:"admission"`
+			} `json:"details"`
+		} `json:"roles"`
+	}
+	body := e.scrape(t, "/readyz")
+	err := json.Unmarshal([]byte(body), &ready)
+	return ready.Roles["gateway"].Details.Admission, body, err
 }
 
 // header reads an integer response header.
