@@ -39,11 +39,11 @@ type Admission struct {
 
 	mu       sync.Mutex
 	inFlight map[string]time.Time // operation id → when this gateway queued it
+	queue    []queued             // the same, oldest first (decided ones are dropped lazily)
 	// admitting counts the requests admitted whose handler has not returned yet (Release):
 	// under overload hundreds are between Admit and Queued at once (validated, recorded,
 	// appended), and a bound that did not count them would let all of them in.
 	admitting int
-	queue     []queued      // the same, oldest first (decided ones are dropped lazily)
 	shedAt    time.Time     // the last time a request was shed
 	reason    string        // why the last one was
 	limit     int           // the adaptive in-flight bound (adapt)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"tradesvc/infra/wait"
 )
 
 // trail paces the fetches of one session's trailing partitions (Config.Trailing): the first
@@ -73,16 +75,12 @@ func (t *trail) arrived() time.Duration {
 // (arrived); the one handed over after a pause begins the next. It reports false when ctx
 // ended first.
 func (t *trail) await(ctx context.Context) bool {
-	wait := t.arrived()
-	if wait <= 0 {
+	left := t.arrived()
+	if left <= 0 {
 		return true
 	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
+	if wait.For(ctx, left) != nil {
 		return false
-	case <-timer.C:
 	}
 	t.arrived()
 	return true
