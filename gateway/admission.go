@@ -37,9 +37,17 @@ type Admission struct {
 	cfg AdmissionConfig
 	now func() time.Time
 
-	mu       sync.Mutex
-	inFlight map[string]time.Time // operation id → when this gateway queued it
-	queue    []queued             // the same, oldest first (decided ones are dropped lazily)
+	mu sync.Mutex
+	// inFlight maps the id of each operation in flight to its place in queue (its seq: the
+	// queue's entry seq-base).
+	inFlight map[string]uint64
+	// queue holds the operations this gateway queued, oldest first; decided ones are marked
+	// done, and dropped from the front (trim).
+	queue []queued
+	base  uint64 // the seq of queue[0]
+	// aged counts the operations in flight older than MaxAge (aged[0]) and than RiskFactor
+	// times MaxAge (aged[1]): what the lag bound reads on every request.
+	aged [2]ageCursor
 	// admitting counts the requests admitted whose handler has not returned yet (Release):
 	// under overload hundreds are between Admit and Queued at once (validated, recorded,
 	// appended), and a bound that did not count them would let all of them in.
@@ -105,7 +113,9 @@ func NewAdmission(cfg AdmissionConfig, now func() time.Time) *Admission {
 	if now == nil {
 		now = time.Now
 	}
-	return &Admission{cfg: cfg, now: now, inFlight: map[string]time.Time{}, limit: cfg.MaxInFlight}
+	a := &Admission{cfg: cfg, now: now, inFlight: map[string]uint64{}, limit: cfg.MaxInFlight}
+	a.aged[0].age, a.aged[1].age = cfg.MaxAge, time.Duration(cfg.RiskFactor)*cfg.MaxAge
+	return a
 }
 
 // errOverloaded is -1008.
@@ -116,16 +126,16 @@ var errOverloaded = events.Reject(events.CodeOverloaded,
 // against the bounds until Release). A shed one counts nothing: Shed does, once the caller
 // has checked that the request is not a retry.
 func (a *Admission) Admit(kind trading.Kind) (reason string) {
-	factor := 1
+	factor, aged := 1, &a.aged[0]
 	if kind.RiskReducing() {
-		factor = a.cfg.RiskFactor
+		factor, aged = a.cfg.RiskFactor, &a.aged[1]
 	}
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.trim(now)
 	a.adapt(now)
-	if a.stale(now, time.Duration(factor)*a.cfg.MaxAge, a.cfg.StaleLimit*factor) {
+	if a.stale(now, aged, a.cfg.StaleLimit*factor) {
 		return "lagging"
 	}
 	bound := a.limit // new exposure: the adaptive bound
@@ -203,8 +213,42 @@ func (s *Server) admit(ctx context.Context, r *Request, p paramGetter, kind trad
 
 // queued is one operation in the order this gateway queued them.
 type queued struct {
-	id string
-	at time.Time
+	id   string
+	at   time.Time
+	done bool // decided, forgotten, or queued again since (a later entry counts)
+}
+
+// ageCursor counts the operations in flight that have waited longer than age: the queue's
+// entries before end are that old, and live of them are not done. Each entry passes the
+// cursor once, so reading the count costs nothing per request however long the queue.
+type ageCursor struct {
+	age  time.Duration
+	end  int
+	live int
+}
+
+// advance moves the cursor past the entries that have now waited longer than its age.
+func (c *ageCursor) advance(q []queued, now time.Time) {
+	for c.end < len(q) && now.Sub(q[c.end].at) > c.age {
+		if !q[c.end].done {
+			c.live++
+		}
+		c.end++
+	}
+}
+
+// done marks the queue's entry i as no longer in flight (a.mu held).
+func (a *Admission) done(i int) {
+	q := &a.queue[i]
+	if q.done {
+		return
+	}
+	q.done = true
+	for c := range a.aged {
+		if i < a.aged[c].end {
+			a.aged[c].live--
+		}
+	}
 }
 
 // trim drops from the front of the queue the operations decided, and those waiting longer
@@ -212,16 +256,24 @@ type queued struct {
 func (a *Admission) trim(now time.Time) {
 	i := 0
 	for ; i < len(a.queue); i++ {
-		q := a.queue[i]
-		at, ok := a.inFlight[q.id]
-		if ok && at.Equal(q.at) && now.Sub(q.at) <= a.cfg.Forget {
+		q := &a.queue[i]
+		if !q.done && now.Sub(q.at) <= a.cfg.Forget {
 			break
 		}
-		if ok && at.Equal(q.at) {
+		if !q.done {
 			delete(a.inFlight, q.id)
+			a.done(i)
 		}
 	}
+	if i == 0 {
+		return
+	}
+	clear(a.queue[:i]) // their ids are not held on to
 	a.queue = a.queue[i:]
+	a.base += uint64(i)
+	for c := range a.aged {
+		a.aged[c].end = max(a.aged[c].end-i, 0)
+	}
 }
 
 // adapt moves the in-flight bound, at most every Adjust (a.mu held); "in flight" is what the
@@ -246,7 +298,7 @@ func (a *Admission) adapt(now time.Time) {
 		}
 		saturated = a.hot >= saturatedWindows
 	}
-	if a.stale(now, a.cfg.MaxAge, a.cfg.StaleLimit) {
+	if a.stale(now, &a.aged[0], a.cfg.StaleLimit) {
 		a.limit = max(a.cfg.MinInFlight, min(a.limit, n)*9/10)
 		return
 	}
@@ -260,20 +312,10 @@ func (a *Admission) adapt(now time.Time) {
 }
 
 // stale reports whether at least limit operations have awaited their outcome longer than
-// age: it reads the queue from its oldest end and stops at the first young one (a.mu held).
-func (a *Admission) stale(now time.Time, age time.Duration, limit int) bool {
-	n := 0
-	for _, q := range a.queue {
-		if now.Sub(q.at) <= age {
-			return false
-		}
-		if at, ok := a.inFlight[q.id]; ok && at.Equal(q.at) {
-			if n++; n >= limit {
-				return true
-			}
-		}
-	}
-	return false
+// the age of the cursor aged (a.mu held).
+func (a *Admission) stale(now time.Time, aged *ageCursor, limit int) bool {
+	aged.advance(a.queue, now)
+	return aged.live >= limit
 }
 
 // Queued records an operation this gateway queued (a fresh answer: nothing decided yet).
@@ -284,8 +326,11 @@ func (a *Admission) Queued(operationID string) {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.inFlight[operationID] = now
-	a.queue = append(a.queue, queued{operationID, now})
+	if seq, ok := a.inFlight[operationID]; ok { // queued again (a retry): the later entry counts
+		a.done(int(seq - a.base))
+	}
+	a.inFlight[operationID] = a.base + uint64(len(a.queue))
+	a.queue = append(a.queue, queued{id: operationID, at: now})
 }
 
 // Observe is the change feed's observer: an OPERATION state that carries its executor's
@@ -295,7 +340,10 @@ func (a *Admission) Observe(c query.Change) {
 		return
 	}
 	a.mu.Lock()
-	delete(a.inFlight, c.OperationID)
+	if seq, ok := a.inFlight[c.OperationID]; ok {
+		delete(a.inFlight, c.OperationID)
+		a.done(int(seq - a.base))
+	}
 	a.mu.Unlock()
 }
 

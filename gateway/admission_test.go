@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -320,5 +321,57 @@ func TestAdmissionBoundFallsWhileTheProcessIsSaturated(t *testing.T) {
 	step()
 	if got := a.State().Bound; got != 89 {
 		t.Fatalf("bound %d once scheduling is quick again with 81 in flight; want 89 (nearly reached: up by a tenth)", got)
+	}
+}
+
+// The lag bound's count is kept as operations are queued, queued again, decided and
+// forgotten, instead of read from the queue on every request; over a long random sequence
+// its verdict is the one a plain count gives: at least StaleLimit operations in flight for
+// longer than MaxAge (RiskFactor times both for risk-reducing operations), those waiting
+// longer than Forget no longer counted.
+func TestAdmissionLagCountMatchesAPlainCount(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	const maxAge, forget, limit, factor = 100 * time.Millisecond, time.Second, 3, 2
+	a := gateway.NewAdmission(gateway.AdmissionConfig{MaxInFlight: 1_000_000, MinInFlight: 1_000_000, MaxAge: maxAge,
+		StaleLimit: limit, RiskFactor: factor, Forget: forget}, clk.now)
+	model := map[string]time.Time{} // in flight: when queued
+	rng := rand.New(rand.NewPCG(1, 2))
+	lagging := func(age time.Duration, limit int) bool {
+		n := 0
+		for id, at := range model {
+			switch d := clk.t.Sub(at); {
+			case d > forget:
+				delete(model, id)
+			case d > age:
+				n++
+			}
+		}
+		return n >= limit
+	}
+	verdicts := map[bool]int{}
+	for step := range 20_000 {
+		clk.t = clk.t.Add(time.Duration(rng.IntN(30)) * time.Millisecond)
+		id := fmt.Sprintf("op-%d", rng.IntN(12))
+		switch rng.IntN(4) {
+		case 0:
+			a.Queued(id)
+			model[id] = clk.t
+		case 1:
+			a.Observe(decided(id))
+			delete(model, id)
+		default:
+			kind, age, n := trading.KindPlaceOrder, maxAge, limit
+			if rng.IntN(2) == 0 {
+				kind, age, n = trading.KindClosePosition, factor*maxAge, factor*limit
+			}
+			want := lagging(age, n)
+			if got := admit(a, kind) == "lagging"; got != want {
+				t.Fatalf("step %d, %s: lagging %v, a plain count says %v", step, kind, got, want)
+			}
+			verdicts[want]++
+		}
+	}
+	if verdicts[true] < 100 || verdicts[false] < 100 {
+		t.Fatalf("the sequence hardly tried both verdicts: %v", verdicts)
 	}
 }
