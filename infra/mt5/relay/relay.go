@@ -35,8 +35,13 @@ type CursorStore interface {
 
 // RelayConfig configures the relay.
 type RelayConfig struct {
-	// Batch is the most facts or ticks read and appended at once (default 500).
-	Batch int
+	// Batch is the most facts or ticks read and appended at once while the relay keeps up
+	// (default 500). A read that fills it finds the relay behind: the next one reads twice as
+	// many, up to MaxBatch (default 16 times Batch), so that a backlog drains in a few appends
+	// and the relay is caught up again as soon as it is gone (OnFacts), not only once a
+	// sustained flow slows below one Batch per append.
+	Batch    int
+	MaxBatch int
 	// FactsPace is the least time between two appends of facts (default 25ms): the first
 	// fact after a quiet spell is appended at once, and under a steady flow the facts of that
 	// time go in one produce. The executor carries the facts its sends cause in band, so this
@@ -57,7 +62,7 @@ type RelayConfig struct {
 	// executor's readiness shows the last one.
 	OnError func(loop string, err error)
 	// OnFacts, when set, is told after every step of the facts loop whether the relay has
-	// appended every fact the trade server had (an idle poll, a batch smaller than Batch
+	// appended every fact the trade server had (an idle poll, fewer facts than it asked for
 	// appended) or not (a batch read and not appended yet, a full batch, a failure): the
 	// intake report that user streams are held to (projections.ReportIntake).
 	OnFacts func(caughtUp bool)
@@ -65,6 +70,7 @@ type RelayConfig struct {
 
 func (c *RelayConfig) defaults() {
 	c.Batch = check.PositiveOr(c.Batch, 500)
+	c.MaxBatch = max(check.PositiveOr(c.MaxBatch, 16*c.Batch), c.Batch)
 	c.FactsPace = check.PositiveOr(c.FactsPace, 25*time.Millisecond)
 	c.AccountsEvery = check.PositiveOr(c.AccountsEvery, time.Second)
 	c.ReferenceEvery = check.PositiveOr(c.ReferenceEvery, 30*time.Second)
@@ -210,12 +216,13 @@ func relayFeed[T any](ctx context.Context, r *Relay, f feed[T]) error {
 	save, stop := r.saveBehind(ctx, f.cursor)
 	defer stop()
 	var appended time.Time
+	batch := r.cfg.Batch // what the next read asks for: more while a backlog drains
 	for {
 		if err := wait.For(ctx, time.Until(appended.Add(f.pace))); err != nil {
 			return err // (a first round, or no pace, waits for nothing)
 		}
 		pollCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		got, err := f.read(pollCtx, cursor, r.cfg.Batch)
+		got, err := f.read(pollCtx, cursor, batch)
 		cancel()
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -239,7 +246,12 @@ func relayFeed[T any](ctx context.Context, r *Relay, f feed[T]) error {
 		appended = time.Now()
 		cursor = f.seq(got[len(got)-1])
 		r.appended(f.cursor, len(evs), cursor)
-		f.caughtUp(len(got) < r.cfg.Batch)
+		full := len(got) >= batch
+		f.caughtUp(!full)
+		batch = r.cfg.Batch
+		if full {
+			batch = min(2*len(got), r.cfg.MaxBatch)
+		}
 		save(cursor)
 	}
 }

@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -142,5 +143,89 @@ func TestRelayPacesFactsButNotTheFirstAfterAQuietSpell(t *testing.T) {
 	}
 	if next != last+1 {
 		t.Fatalf("appended facts 1..%d; want 1..%d", next-1, last)
+	}
+}
+
+// A backlog larger than Batch (the relay was stopped, or fell behind) is read in growing
+// batches, twice the last full one up to MaxBatch, so that it drains in a few appends; the
+// relay reports itself behind after each full read and caught up once a read finds fewer
+// facts than it asked for.
+func TestRelayDrainsABacklogInGrowingBatches(t *testing.T) {
+	s, err := sim.Open(sim.Config{DataDir: t.TempDir(), Clock: testenv.NewClock(riTuesdayNoon), RNGSeed: 11,
+		Sync: sim.SyncNone, Logger: testenv.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	for range 40 {
+		res, err := s.Send(ctx, riMarket(1001, "EURUSD", trading.OrderBuy, "0.10"))
+		if err != nil || res.Retcode != trading.RetDone {
+			t.Fatalf("send: %v, retcode %d", err, res.Retcode)
+		}
+	}
+	fs := allFacts(ctx, s)
+	last := fs[len(fs)-1].Seq
+	const batch, maxBatch = 10, 40
+	var mu sync.Mutex
+	var ends []uint64   // the last fact of each append
+	var caughtUp []bool // what each step reported after its append
+	appending := false  // a batch was read and not appended yet
+	r, err := relay.NewRelay(relay.RelayConfig{Batch: batch, MaxBatch: maxBatch, FactsPace: time.Millisecond,
+		AccountsEvery: time.Hour, ReferenceEvery: time.Hour, StatsEvery: time.Hour,
+		OnAppended: func(feed string, _ int, lastSeq uint64) {
+			if feed == relay.CursorFacts {
+				mu.Lock()
+				ends, appending = append(ends, lastSeq), true
+				mu.Unlock()
+			}
+		},
+		OnFacts: func(ok bool) {
+			mu.Lock()
+			if appending {
+				caughtUp, appending = append(caughtUp, ok), false
+			}
+			mu.Unlock()
+		}}, s, &paceAppender{}, &memCursors{pos: map[string]uint64{}}, testenv.Logger(), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Background(t, ctx, 10*time.Second, r.Run)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		done := len(ends) > 0 && ends[len(ends)-1] == last && len(caughtUp) == len(ends)
+		mu.Unlock()
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the backlog of %d facts was not appended: appends ending at %v", last, ends)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// What each read should have asked for and found, from a backlog of last facts.
+	var want []uint64
+	var wantCaughtUp []bool
+	ask, at := uint64(batch), uint64(0)
+	for at < last {
+		got := min(ask, last-at)
+		at += got
+		want, wantCaughtUp = append(want, at), append(wantCaughtUp, got < ask)
+		if got == ask {
+			ask = min(2*ask, maxBatch)
+		}
+	}
+	if len(want) < 4 {
+		t.Fatalf("a backlog of %d facts is too small to see the batches grow", last)
+	}
+	if !slices.Equal(ends, want) {
+		t.Fatalf("appends ended at facts %v; want %v (reads of 10, 20, then 40 at most)", ends, want)
+	}
+	if !slices.Equal(caughtUp, wantCaughtUp) {
+		t.Fatalf("after each append the relay reported caught up %v; want %v", caughtUp, wantCaughtUp)
 	}
 }
