@@ -121,13 +121,24 @@ func (x *Executor) recover(ctx context.Context, o *operation, sentAt time.Time) 
 	return decision{outcome: out}, nil
 }
 
+// sendGrace is how long a send already under way may go on once the executor is stopping
+// (its outcome is then appended within flushTimeout); past it the send is cut short and left
+// to the next owner to reconcile.
+const sendGrace = 2 * time.Second
+
 // send hands the request to the trade server and maps what came back (docs/trading.md, the
 // tables of in-band answers and of no answer).
 func (x *Executor) send(ctx context.Context, o *operation, resend bool) (*events.ExecutionOutcome, error) {
-	sctx, cancel := context.WithTimeout(ctx, x.cfg.SendTimeout)
+	// A send under way when the executor stops goes on for sendGrace: cut short before it
+	// reached the trade server, it would leave its attempt to the next owner, who finds it not
+	// executed and rejects it (an acknowledged order never tried, for a stop that came a
+	// moment after its claim).
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.cfg.SendTimeout)
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(sendGrace, cancel) })
 	start := time.Now()
 	res, err := x.cfg.Port.Send(sctx, o.req)
 	x.cfg.Stage("sent", time.Since(start))
+	stop()
 	cancel()
 	now := x.cfg.Now().UnixMilli()
 	if err == nil {

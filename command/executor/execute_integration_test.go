@@ -629,3 +629,32 @@ func TestExecutorShutDownMidBatchLeavesNothingUnsentToReconcile(t *testing.T) {
 		t.Errorf("%d deals under the interrupted send's tag: it was sent again", len(ds))
 	}
 }
+
+// Stopped a moment after its claim, while the trade server holds the send for a little
+// while: the send is finished (within the stop's grace for sends under way), not cut short
+// and left to the next owner, who would find it not executed and reject an acknowledged
+// order the service never tried (a kill -9 run saw that after a restart).
+func TestExecutorFinishesASendUnderWayWhenItStops(t *testing.T) {
+	e := exSetup(t)
+	const login = 1003
+	e.fault(sim.Fault{Mode: sim.FaultLatency, Latency: 500 * time.Millisecond})
+	op := e.op(login)
+	e.appendCmds(marketCmd(op, "EURUSD", "BUY", "0.10"))
+	stop := e.start()
+	deadline := time.Now().Add(30 * time.Second)
+	for ok, _ := e.row(op); !ok; ok, _ = e.row(op) {
+		if time.Now().After(deadline) {
+			t.Fatal("the command was never claimed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop() // the send is in the trade server's latency
+	got := e.outcome(op)
+	checkOutcome(t, got, op, trading.StatusFilled, 0, 10009)
+	if got.Reconciled {
+		t.Error("the send under way was reconciled by the next owner, not finished by the executor that stopped")
+	}
+	if ds := e.dealsByTag(login, op.Tag); len(ds) != 1 {
+		t.Errorf("%d deals under the operation's tag, want 1", len(ds))
+	}
+}
