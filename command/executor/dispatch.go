@@ -79,8 +79,14 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 	for i, login := range logins {
 		g.Go(func() error {
 			for j, o := range byLogin[login] {
-				// After a failure no new operation starts: the batch comes again, and what
-				// was not started is then simply sent, its "sent" row this claim's own.
+				// After a failure or once the executor is stopping no new operation starts
+				// (a send already under way goes on: sendGrace): the batch comes again, and
+				// what was not started is then simply sent, its "sent" row this claim's own
+				// (released on a stop).
+				if ctx.Err() != nil {
+					failed.Store(true)
+					errOnce.Do(func() { firstErr = fmt.Errorf("%w: %w", errShutdown, context.Cause(ctx)) })
+				}
 				if failed.Load() {
 					skip(byLogin[login][j:])
 					return nil
