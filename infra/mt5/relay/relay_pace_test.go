@@ -81,10 +81,9 @@ func (c *memCursors) Save(_ context.Context, name string, position uint64) error
 	return nil
 }
 
-// The first fact after a quiet spell is appended at once; facts that follow within FactsPace
-// wait for the pace and then go in one append; no two appends of facts are closer than the
-// pace, and every fact is appended once, in order.
-func TestRelayPacesFactsButNotTheFirstAfterAQuietSpell(t *testing.T) {
+// paceSim opens a simulator for a pacing test and a context that bounds the test.
+func paceSim(t *testing.T) (*sim.Sim, context.Context) {
+	t.Helper()
 	s, err := sim.Open(sim.Config{DataDir: t.TempDir(), Clock: testenv.NewClock(riTuesdayNoon), RNGSeed: 11,
 		Sync: sim.SyncNone, Logger: testenv.Logger()})
 	if err != nil {
@@ -93,6 +92,14 @@ func TestRelayPacesFactsButNotTheFirstAfterAQuietSpell(t *testing.T) {
 	t.Cleanup(func() { s.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
+	return s, ctx
+}
+
+// The first fact after a quiet spell is appended at once; facts that follow within FactsPace
+// wait for the pace and then go in one append; no two appends of facts are closer than the
+// pace, and every fact is appended once, in order.
+func TestRelayPacesFactsButNotTheFirstAfterAQuietSpell(t *testing.T) {
+	s, ctx := paceSim(t)
 	const pace = 600 * time.Millisecond
 	out := &paceAppender{}
 	r, err := relay.NewRelay(relay.RelayConfig{FactsPace: pace, AccountsEvery: time.Hour, ReferenceEvery: time.Hour,
@@ -151,14 +158,7 @@ func TestRelayPacesFactsButNotTheFirstAfterAQuietSpell(t *testing.T) {
 // relay reports itself behind after each full read and caught up once a read finds fewer
 // facts than it asked for.
 func TestRelayDrainsABacklogInGrowingBatches(t *testing.T) {
-	s, err := sim.Open(sim.Config{DataDir: t.TempDir(), Clock: testenv.NewClock(riTuesdayNoon), RNGSeed: 11,
-		Sync: sim.SyncNone, Logger: testenv.Logger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
+	s, ctx := paceSim(t)
 	for range 40 {
 		res, err := s.Send(ctx, riMarket(1001, "EURUSD", trading.OrderBuy, "0.10"))
 		if err != nil || res.Retcode != trading.RetDone {
