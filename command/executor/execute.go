@@ -133,13 +133,13 @@ func (x *Executor) send(ctx context.Context, o *operation, resend bool) (*events
 	// reached the trade server, it would leave its attempt to the next owner, who finds it not
 	// executed and rejects it (an acknowledged order never tried, for a stop that came a
 	// moment after its claim).
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.cfg.SendTimeout)
-	stop := context.AfterFunc(ctx, func() { time.AfterFunc(sendGrace, cancel) })
+	gctx, done := outliving(ctx, sendGrace)
+	sctx, cancel := context.WithTimeout(gctx, x.cfg.SendTimeout)
 	start := time.Now()
 	res, err := x.cfg.Port.Send(sctx, o.req)
 	x.cfg.Stage("sent", time.Since(start))
-	stop()
 	cancel()
+	done()
 	now := x.cfg.Now().UnixMilli()
 	if err == nil {
 		out := answered(o, res, resend, now)

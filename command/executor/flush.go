@@ -42,12 +42,8 @@ func (f *flusher) push(d decision) <-chan error {
 // what is left. Appends may go on for flushTimeout after ctx ends: outcomes decided before
 // the stop are known and should not be left to a reconciliation.
 func (f *flusher) run(ctx context.Context, consumed <-chan struct{}) {
-	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	stop := context.AfterFunc(ctx, func() {
-		time.AfterFunc(flushTimeout, cancel)
-	})
-	defer stop()
+	actx, done := outliving(ctx, flushTimeout)
+	defer done()
 	for {
 		var first flushItem
 		select {
@@ -116,5 +112,16 @@ func (f *flusher) flush(ctx context.Context, items []flushItem) {
 		if f.onOutcome != nil {
 			f.onOutcome(string(d.op.kind), d.outcome.Status, d.took)
 		}
+	}
+}
+
+// outliving returns a context that ends grace after ctx ends (or when done is called): work
+// already under way when the executor stops is finished, within grace, instead of cut short.
+func outliving(ctx context.Context, grace time.Duration) (_ context.Context, done func()) {
+	octx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(grace, cancel) })
+	return octx, func() {
+		stop()
+		cancel()
 	}
 }
