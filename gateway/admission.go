@@ -237,13 +237,16 @@ func (c *ageCursor) advance(q []queued, now time.Time) {
 	}
 }
 
-// done marks the queue's entry i as no longer in flight (a.mu held).
-func (a *Admission) done(i int) {
-	q := &a.queue[i]
-	if q.done {
+// retire takes the operation id off what is in flight, if it is there, and its queue entry
+// off the counts of the cursors that have passed it (a.mu held).
+func (a *Admission) retire(id string) {
+	seq, ok := a.inFlight[id]
+	if !ok {
 		return
 	}
-	q.done = true
+	delete(a.inFlight, id)
+	i := int(seq - a.base)
+	a.queue[i].done = true
 	for c := range a.aged {
 		if i < a.aged[c].end {
 			a.aged[c].live--
@@ -261,8 +264,7 @@ func (a *Admission) trim(now time.Time) {
 			break
 		}
 		if !q.done {
-			delete(a.inFlight, q.id)
-			a.done(i)
+			a.retire(q.id)
 		}
 	}
 	if i == 0 {
@@ -326,9 +328,7 @@ func (a *Admission) Queued(operationID string) {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if seq, ok := a.inFlight[operationID]; ok { // queued again (a retry): the later entry counts
-		a.done(int(seq - a.base))
-	}
+	a.retire(operationID) // queued again (a retry): the later entry counts
 	a.inFlight[operationID] = a.base + uint64(len(a.queue))
 	a.queue = append(a.queue, queued{id: operationID, at: now})
 }
@@ -340,10 +340,7 @@ func (a *Admission) Observe(c query.Change) {
 		return
 	}
 	a.mu.Lock()
-	if seq, ok := a.inFlight[c.OperationID]; ok {
-		delete(a.inFlight, c.OperationID)
-		a.done(int(seq - a.base))
-	}
+	a.retire(c.OperationID)
 	a.mu.Unlock()
 }
 
