@@ -66,8 +66,10 @@ func (r *Record) command() (events.Command, error) {
 	return cmds[0], nil
 }
 
-// Records stores idempotency records in Postgres with synchronous commit: an acknowledged
-// request whose record were lost could run twice. A record lives Retention (the spec's "at
+// Records stores idempotency records in Postgres. A record binds a client order id to one
+// operation before its command is appended: a retry finds it and never runs a second one.
+// The record of a single command is committed asynchronously (asyncCommit), that of a sweep
+// synchronously. A record lives Retention (the spec's "at
 // least 24 hours"); after that its client order id is treated as new.
 type Records struct {
 	pool      *pgxpool.Pool
@@ -75,6 +77,33 @@ type Records struct {
 	analyzer  *postgres.Analyzer // keeps cmd.idempotency's statistics current while it is young
 	group     *group.Group[Record, bool]
 	lookups   *group.Group[recordKey, bool] // Exists
+}
+
+// The commit of an insert round. A record is visible to every other request, and its
+// uniqueness enforced, as soon as its insert returns, whether or not the commit waited for the
+// disk; what an asynchronous commit risks is only the record itself, should Postgres crash
+// within the moment before its write-ahead log reaches the disk. That cannot make a retry
+// trade twice: the command's operation is sent only after the executor's claim, whose
+// synchronous commit comes later in the same log and so makes the record durable with it, and
+// that claim checks the record in the same statement. It stores a record that was lost again
+// from the command, and leaves unsent an operation whose client order id a retry bound to an
+// operation of its own after the crash (command/executor/executions.go, claimRows). A sweep's
+// record stays synchronous: it holds the legs' commands, which no one command can restore.
+// The RESULT answer saves the wait for the disk (docs/benchmarks.md).
+const (
+	syncCommit  = ``
+	asyncCommit = `, (SELECT set_config('synchronous_commit', 'off', true)) AS async`
+)
+
+// roundCommit is the commit of an insert round of the records tried: asynchronous when each
+// of them is one command's.
+func roundCommit(recs []Record, tried []int) string {
+	for _, i := range tried {
+		if len(recs[i].Envelopes) != 1 {
+			return syncCommit
+		}
+	}
+	return asyncCommit
 }
 
 // Retention is how long a client order id stays bound to its operation.
@@ -270,11 +299,12 @@ func (s *Records) insert(ctx context.Context, recs []Record) ([]bool, error) {
 			resps[j] = &s
 		}
 	}
+	commit := roundCommit(recs, tried)
 	rows, err := s.pool.Query(ctx, `INSERT INTO cmd.idempotency (api_key_id, client_order_id, operation, login, operation_id, tag,
 			attempt, request_hash, command, response, status)
 		SELECT k, c, o, l, op, t, a, h, cmd::jsonb, r::jsonb, 'QUEUED'
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::int[], $8::bytea[],
-			$9::text[], $10::text[]) AS x(k, c, o, l, op, t, a, h, cmd, r)
+			$9::text[], $10::text[]) AS x(k, c, o, l, op, t, a, h, cmd, r)`+commit+`
 		ON CONFLICT (api_key_id, client_order_id) DO UPDATE SET operation = EXCLUDED.operation, login = EXCLUDED.login,
 			operation_id = EXCLUDED.operation_id, tag = EXCLUDED.tag, attempt = EXCLUDED.attempt,
 			request_hash = EXCLUDED.request_hash, command = EXCLUDED.command, response = EXCLUDED.response,

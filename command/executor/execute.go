@@ -39,6 +39,11 @@ func (x *Executor) dispatch(ctx context.Context, o *operation) (decision, error)
 	if o.invalid != nil {
 		return decision{outcome: refused(o, trading.StatusRejected, events.CodeInternal, msgBadCommand+o.invalid.Error(), now.UnixMilli())}, nil
 	}
+	if o.superseded {
+		// Its record was lost to a Postgres crash and a retry bound the client order id to
+		// an operation of its own (claimRows): only that one may trade.
+		return decision{outcome: refused(o, trading.StatusRejected, events.CodeClientOrderIDReused, msgSuperseded, now.UnixMilli())}, nil
+	}
 	if now.UnixMilli()-o.requestedAt > x.cfg.DispatchWindow.Milliseconds() {
 		// The gateway has long answered; a client may already have retried, which queues
 		// the operation again as its next attempt. Sending this one late could run it twice.

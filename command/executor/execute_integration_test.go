@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"slices"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"tradesvc/infra/mt5/sim"
 	"tradesvc/infra/testenv"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -656,5 +658,55 @@ func TestExecutorFinishesASendUnderWayWhenItStops(t *testing.T) {
 	}
 	if ds := e.dealsByTag(login, op.Tag); len(ds) != 1 {
 		t.Errorf("%d deals under the operation's tag, want 1", len(ds))
+	}
+}
+
+// recordOf reads the operation id that the idempotency record of (key 1, coid) names ("" when
+// there is none).
+func (e *exEnv) recordOf(coid string) string {
+	e.t.Helper()
+	var id string
+	err := e.pool.QueryRow(e.ctx, `SELECT operation_id FROM cmd.idempotency WHERE api_key_id = 1 AND client_order_id = $1`,
+		coid).Scan(&id)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+// The gateway commits a single operation's idempotency record asynchronously, so a Postgres
+// crash may lose it after its command was appended. The claim then stores it again from the
+// command and sends the operation; and when a retry bound the client order id to an operation
+// of its own meanwhile, only that one is sent.
+func TestExecutorClaimChecksTheIdempotencyRecord(t *testing.T) {
+	e := exSetup(t)
+	lost := e.op(1003)
+	first, retry := e.op(1003), e.op(1003)
+	retry.ClientOrderID = first.ClientOrderID
+	// The retry's record, as the gateway stored it once the first one's was lost.
+	if _, err := e.pool.Exec(e.ctx, `INSERT INTO cmd.idempotency (api_key_id, client_order_id, operation, login, operation_id,
+			tag, attempt, request_hash, command, status) VALUES (1, $1, 'PLACE_ORDER', 1003, $2, $3, 1, '\x00', '[]', 'QUEUED')`,
+		retry.ClientOrderID, retry.OperationID, retry.Tag); err != nil {
+		t.Fatal(err)
+	}
+	e.appendCmds(marketCmd(lost, "EURUSD", "BUY", "0.10"), marketCmd(first, "EURUSD", "BUY", "0.10"))
+	e.appendCmds(marketCmd(retry, "EURUSD", "BUY", "0.10"))
+	e.start()
+
+	checkOutcome(t, e.outcome(lost), lost, trading.StatusFilled, 0, int(trading.RetDone))
+	if got := e.recordOf(lost.ClientOrderID); got != lost.OperationID {
+		t.Errorf("the lost record names %q after the claim, want %q (stored again from the command)", got, lost.OperationID)
+	}
+	checkOutcome(t, e.outcome(first), first, trading.StatusRejected, int(events.CodeClientOrderIDReused), 0)
+	checkOutcome(t, e.outcome(retry), retry, trading.StatusFilled, 0, int(trading.RetDone))
+	e.settle(1003)
+	if ds := e.dealsByTag(1003, first.Tag); len(ds) != 0 {
+		t.Errorf("the superseded operation traded: %d deals", len(ds))
+	}
+	if ds := e.dealsByTag(1003, retry.Tag); len(ds) != 1 {
+		t.Errorf("the retry bound to the client order id: %d deals, want 1", len(ds))
+	}
+	if got := e.recordOf(first.ClientOrderID); got != retry.OperationID {
+		t.Errorf("the record names %q, want the retry's %q", got, retry.OperationID)
 	}
 }

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"tradesvc/command"
 	"tradesvc/events"
 	"tradesvc/events/trading"
 	"tradesvc/infra/group"
@@ -98,13 +100,16 @@ func (s *executions) get(ctx context.Context, k opKey) (e execution, ok bool, er
 // (synchronous commit, before anything is sent) the ones without a row for which sure holds.
 // It returns the rows that were already there, and the operations it recorded.
 func (s *executions) claim(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time) (map[opKey]execution, map[opKey]bool, error) {
-	known, recorded, eligible, err := s.claimRows(ctx, ops, sure, at)
+	known, recorded, superseded, eligible, err := s.claimRows(ctx, ops, sure, at)
 	if err != nil {
 		var refused *pgconn.ConnectError
 		if !errors.As(err, &refused) { // else no statement reached Postgres
 			s.claimFailed(ops, eligible, at)
 		}
 		return nil, nil, err
+	}
+	for i := range ops {
+		ops[i].superseded = superseded[ops[i].key()]
 	}
 	s.ownClaims(ops, known, recorded, at)
 	s.analyzer.Added(len(recorded))
@@ -199,59 +204,105 @@ func (s *executions) ownClaims(ops []operation, known map[opKey]execution, recor
 }
 
 // claimRows is claim's statement; eligible says which operations it may have recorded.
+//
+// Before it records an operation of its own record (ownRecord) as sent, it checks that its
+// client order id's idempotency record names it. The gateway commits a single operation's
+// record asynchronously (command/idempotency.go): a Postgres crash may lose a record
+// committed in its last moments, and only the executor's synchronous claim, later in the
+// write-ahead log, makes it durable. So a record that is missing is stored again here from
+// the command, in the same statement; and one that names another operation (a retry recorded
+// it first after such a crash) supersedes this one: not recorded, never sent (superseded).
 func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time) (
-	known map[opKey]execution, recorded map[opKey]bool, eligible []bool, err error) {
+	known map[opKey]execution, recorded, superseded map[opKey]bool, eligible []bool, err error) {
 	n := len(ops)
-	ids, tags, kinds := make([]string, n), make([]string, n), make([]string, n)
-	attempts, logins := make([]int32, n), make([]int64, n)
-	eligible = make([]bool, n)
+	ids, tags, kinds, coids, cmds := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	attempts, logins, keys := make([]int32, n), make([]int64, n), make([]int64, n)
+	hashes := make([][]byte, n)
+	eligible, checked := make([]bool, n), make([]bool, n)
 	for i := range ops {
 		o := &ops[i]
 		ids[i], attempts[i], logins[i], tags[i], kinds[i] = o.op.OperationID, int32(o.op.Attempt), o.op.Login, o.op.Tag, string(o.kind)
 		eligible[i] = sure(o)
+		if checked[i] = eligible[i] && o.ownRecord; checked[i] {
+			raw, err := json.Marshal([]events.Envelope{o.env})
+			if err != nil {
+				return nil, nil, nil, eligible, fmt.Errorf("encode command of %s: %w", o.op.OperationID, err)
+			}
+			h := sha256.Sum256(raw)
+			keys[i], coids[i], cmds[i], hashes[i] = o.op.Requester.APIKeyID, o.op.ClientOrderID, string(raw), h[:]
+		}
 	}
 	rows, err := s.pool.Query(ctx, `WITH k AS (
-			SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::bool[])
-			  AS k(id, attempt, login, tag, kind, eligible)),
+			SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::bool[],
+				$8::bool[], $9::bigint[], $10::text[], $11::text[], $12::bytea[])
+			  AS k(id, attempt, login, tag, kind, eligible, checked, key, coid, cmd, hash)),
 		ex AS (
 			SELECT e.operation_id, e.attempt, e.sent_at, e.outcome IS NOT NULL AS decided,
 				coalesce(e.outcome->>'status', '') AS status, coalesce(e.outcome->>'unanswered' = 'true', false) AS unanswered,
 				coalesce(e.decided_at, e.sent_at) AS decided_at
 			FROM cmd.executions e JOIN k ON e.operation_id = k.id AND e.attempt = k.attempt),
+		want AS (
+			SELECT k.* FROM k WHERE k.eligible
+			AND NOT EXISTS (SELECT 1 FROM ex WHERE ex.operation_id = k.id AND ex.attempt = k.attempt)),
+		rec AS (
+			SELECT w.id, i.operation_id AS names FROM want w
+			JOIN cmd.idempotency i ON i.api_key_id = w.key AND i.client_order_id = w.coid
+				AND i.created_at > now() - make_interval(secs => $13)
+			WHERE w.checked),
+		restored AS (
+			INSERT INTO cmd.idempotency AS i (api_key_id, client_order_id, operation, login, operation_id, tag, attempt,
+				request_hash, command, status)
+			SELECT w.key, w.coid, w.kind, w.login, w.id, w.tag, w.attempt, w.hash, w.cmd::jsonb, 'QUEUED' FROM want w
+			WHERE w.checked AND NOT EXISTS (SELECT 1 FROM rec WHERE rec.id = w.id)
+			ON CONFLICT (api_key_id, client_order_id) DO UPDATE SET operation = EXCLUDED.operation, login = EXCLUDED.login,
+				operation_id = EXCLUDED.operation_id, tag = EXCLUDED.tag, attempt = EXCLUDED.attempt,
+				request_hash = EXCLUDED.request_hash, command = EXCLUDED.command, response = NULL,
+				status = EXCLUDED.status, created_at = now(), updated_at = now()
+				WHERE i.created_at <= now() - make_interval(secs => $13)
+			RETURNING operation_id),
+		bound AS (
+			SELECT w.id, w.attempt, w.login, w.tag, w.kind FROM want w
+			WHERE NOT w.checked OR EXISTS (SELECT 1 FROM rec WHERE rec.id = w.id AND rec.names = w.id)
+				OR EXISTS (SELECT 1 FROM restored r WHERE r.operation_id = w.id)),
 		ins AS (
 			INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at)
-			SELECT k.id, k.attempt, k.login, k.tag, k.kind, $7 FROM k
-			WHERE k.eligible AND NOT EXISTS (SELECT 1 FROM ex WHERE ex.operation_id = k.id AND ex.attempt = k.attempt)
+			SELECT b.id, b.attempt, b.login, b.tag, b.kind, $7 FROM bound b
 			ON CONFLICT (operation_id, attempt) DO NOTHING
 			RETURNING operation_id, attempt)
-		SELECT operation_id, attempt, sent_at, decided, status, unanswered, decided_at, false FROM ex
-		UNION ALL SELECT operation_id, attempt, $7, false, '', false, $7, true FROM ins`,
-		ids, attempts, logins, tags, kinds, eligible, at)
+		SELECT operation_id, attempt, sent_at, decided, status, unanswered, decided_at, 'known' FROM ex
+		UNION ALL SELECT operation_id, attempt, $7, false, '', false, $7, 'recorded' FROM ins
+		UNION ALL SELECT w.id, w.attempt, $7, false, '', false, $7, 'superseded' FROM want w
+			WHERE NOT EXISTS (SELECT 1 FROM bound b WHERE b.id = w.id)`,
+		ids, attempts, logins, tags, kinds, eligible, at, checked, keys, coids, cmds, hashes, command.Retention.Seconds())
 	if err != nil {
-		return nil, nil, eligible, fmt.Errorf("read and record executions: %w", err)
+		return nil, nil, nil, eligible, fmt.Errorf("read and record executions: %w", err)
 	}
 	defer rows.Close()
 	known = make(map[opKey]execution, n)
 	recorded = make(map[opKey]bool, n)
+	superseded = map[opKey]bool{}
 	for rows.Next() {
 		var k opKey
 		var attempt int32
 		var e execution
-		var inserted bool
-		if err := rows.Scan(&k.id, &attempt, &e.sentAt, &e.decided, &e.status, &e.unanswered, &e.decidedAt, &inserted); err != nil {
-			return nil, nil, eligible, fmt.Errorf("read and record executions: %w", err)
+		var what string
+		if err := rows.Scan(&k.id, &attempt, &e.sentAt, &e.decided, &e.status, &e.unanswered, &e.decidedAt, &what); err != nil {
+			return nil, nil, nil, eligible, fmt.Errorf("read and record executions: %w", err)
 		}
 		k.attempt = int(attempt)
-		if inserted {
+		switch what {
+		case "recorded":
 			recorded[k] = true
-		} else {
+		case "superseded":
+			superseded[k] = true
+		default:
 			known[k] = e
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, eligible, fmt.Errorf("read and record executions: %w", err)
+		return nil, nil, nil, eligible, fmt.Errorf("read and record executions: %w", err)
 	}
-	return known, recorded, eligible, nil
+	return known, recorded, superseded, eligible, nil
 }
 
 // decided stores the outcomes of a batch in one statement, once they are in the log. An

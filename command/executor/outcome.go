@@ -72,6 +72,7 @@ const (
 	msgUnknown       = "Execution status unknown; the request may have executed."
 	msgNoConnection  = "No connection to the trade server; the request was not sent."
 	msgBadCommand    = "Internal error; the request could not be sent: "
+	msgSuperseded    = "Not sent: its newClientOrderId is bound to another request of the same key (a retry recorded after a restart); that one is executed instead."
 )
 
 // answerMsg is a short English message for an in-band answer.

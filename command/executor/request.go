@@ -3,6 +3,7 @@ package executor
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/cockroachdb/apd/v3"
 
@@ -32,6 +33,12 @@ type operation struct {
 	sentRecorded bool
 	// env is the command's envelope, which the outcome carries.
 	env events.Envelope
+	// ownRecord: the operation's idempotency record is its own, one command under its
+	// client order id (a sweep's legs share the sweep's), which the claim checks names it.
+	ownRecord bool
+	// superseded: its client order id's record names another operation (claim); it is
+	// never sent.
+	superseded bool
 }
 
 type opKey struct {
@@ -88,6 +95,9 @@ var requests = map[string]func(ev events.Event, o *operation) error{
 	},
 }
 
+// maxClientOrderID is the longest client order id an idempotency record holds (characters).
+const maxClientOrderID = 36
+
 // newOperation reads a command event. ok is false for events the executor does not send.
 func newOperation(env events.Envelope, ev events.Event) (o operation, ok bool) {
 	build, ok := requests[ev.EventType()]
@@ -97,6 +107,8 @@ func newOperation(env events.Envelope, ev events.Event) (o operation, ok bool) {
 	cmd := ev.(events.Command)
 	head, _ := trading.RequestOf(cmd)
 	o.op, o.kind, o.typ, o.requestedAt, o.env = *cmd.OperationHeader(), head.Kind, head.Type, env.OccurredAt, env
+	o.ownRecord = head.SweepID == "" && o.op.Requester.APIKeyID != 0 &&
+		utf8.RuneCountInString(o.op.ClientOrderID) >= 1 && utf8.RuneCountInString(o.op.ClientOrderID) <= maxClientOrderID
 	err := build(ev, &o)
 	o.req.Login = o.op.Login
 	if len([]rune(o.op.Tag)) != trading.TagLen {
