@@ -457,6 +457,8 @@ func (f *ChangeFeed) endLagging(now time.Time) {
 	bound := now.Add(-f.cfg.MaxLag)
 	past := func(since time.Time) bool { return !since.IsZero() && since.Before(bound) }
 	if past(f.intake.all) || !f.live && past(f.stateSince) {
+		f.cfg.Logger.Warn("change feed: the intake of every partition lags; every stream is closed",
+			"relayBehindSince", f.intake.all, "feedLive", f.live, "feedStateSince", f.stateSince, "streams", len(f.subs))
 		f.endFollowing(nil, ErrIntakeLagged)
 		return
 	}
@@ -470,6 +472,8 @@ func (f *ChangeFeed) endLagging(now time.Time) {
 		}
 	}
 	if parts != nil {
+		f.cfg.Logger.Warn("change feed: the trading projection lags on some partitions; their streams are closed",
+			"partitions", len(parts), "streams", len(f.subs))
 		f.endFollowing(parts, ErrIntakeLagged)
 	}
 }

@@ -196,9 +196,11 @@ func (s *userStream) read() {
 		s.mu.Lock()
 		c := s.c
 		s.mu.Unlock()
+		var closed error
 		for {
 			_, frame, err := c.ReadMessage()
 			if err != nil {
+				closed = err
 				break
 			}
 			at := time.Now()
@@ -212,7 +214,7 @@ func (s *userStream) read() {
 			return
 		}
 		s.g.gaps.Add(1)
-		s.g.r.logf("user data stream of key %s closed: a gap; reconnecting", short(s.a.APIKey))
+		s.g.r.logf("user data stream of key %s closed (%v): a gap; reconnecting", short(s.a.APIKey), closed)
 		for attempt := 1; ; attempt++ {
 			if wait.For(s.g.ctx, time.Duration(min(attempt, 10))*200*time.Millisecond) != nil {
 				return
