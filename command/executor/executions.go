@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -100,16 +101,36 @@ func (s *executions) get(ctx context.Context, k opKey) (e execution, ok bool, er
 // (synchronous commit, before anything is sent) the ones without a row for which sure holds.
 // It returns the rows that were already there, and the operations it recorded.
 func (s *executions) claim(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time) (map[opKey]execution, map[opKey]bool, error) {
-	known, recorded, superseded, eligible, err := s.claimRows(ctx, ops, sure, at)
+	known, recorded, lost, eligible, err := s.claimRows(ctx, ops, sure, at, false)
+	if err == nil && len(lost) > 0 {
+		// Records a Postgres crash lost (rare): stored again from their commands, which only
+		// then travel, in a second statement for those operations alone. Should it fail, the
+		// first one's claims are remembered with its own (claimFailed: same time), so that the
+		// redelivered batch sends them.
+		var again []operation
+		for _, o := range ops {
+			if lost[o.key()] {
+				again = append(again, o)
+			}
+		}
+		var known2 map[opKey]execution
+		var recorded2 map[opKey]bool
+		if known2, recorded2, lost, _, err = s.claimRows(ctx, again, sure, at, true); err == nil {
+			maps.Copy(known, known2)
+			maps.Copy(recorded, recorded2)
+			s.log.Warn("idempotency records lost by Postgres stored again from their commands; retries that bound their ids first are sent instead",
+				"restored", len(recorded2), "superseded", len(lost))
+		}
+	}
 	if err != nil {
 		var refused *pgconn.ConnectError
-		if !errors.As(err, &refused) { // else no statement reached Postgres
+		if !errors.As(err, &refused) || len(recorded) > 0 { // else no statement reached Postgres
 			s.claimFailed(ops, eligible, at)
 		}
 		return nil, nil, err
 	}
 	for i := range ops {
-		ops[i].superseded = superseded[ops[i].key()]
+		ops[i].superseded = lost[ops[i].key()]
 	}
 	s.ownClaims(ops, known, recorded, at)
 	s.analyzer.Added(len(recorded))
@@ -209,11 +230,13 @@ func (s *executions) ownClaims(ops []operation, known map[opKey]execution, recor
 // client order id's idempotency record names it. The gateway commits a single operation's
 // record asynchronously (command/idempotency.go): a Postgres crash may lose a record
 // committed in its last moments, and only the executor's synchronous claim, later in the
-// write-ahead log, makes it durable. So a record that is missing is stored again here from
-// the command, in the same statement; and one that names another operation (a retry recorded
-// it first after such a crash) supersedes this one: not recorded, never sent (superseded).
-func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time) (
-	known map[opKey]execution, recorded, superseded map[opKey]bool, eligible []bool, err error) {
+// write-ahead log, makes it durable. Without restore, an operation whose record is missing is
+// not recorded and comes back in lost; with restore (claim passes those operations alone),
+// its record is stored again from the command in the same statement. One whose
+// record names another operation (a retry recorded it first after such a crash) is not
+// recorded either, and comes back in lost with restore: superseded, never sent.
+func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time,
+	restore bool) (known map[opKey]execution, recorded, lost map[opKey]bool, eligible []bool, err error) {
 	n := len(ops)
 	ids, tags, kinds, coids, cmds := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	attempts, logins, keys := make([]int32, n), make([]int64, n), make([]int64, n)
@@ -224,12 +247,15 @@ func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*
 		ids[i], attempts[i], logins[i], tags[i], kinds[i] = o.op.OperationID, int32(o.op.Attempt), o.op.Login, o.op.Tag, string(o.kind)
 		eligible[i] = sure(o)
 		if checked[i] = eligible[i] && o.ownRecord; checked[i] {
+			keys[i], coids[i] = o.op.Requester.APIKeyID, o.op.ClientOrderID
+		}
+		if checked[i] && restore {
 			raw, err := json.Marshal([]events.Envelope{o.env})
 			if err != nil {
 				return nil, nil, nil, eligible, fmt.Errorf("encode command of %s: %w", o.op.OperationID, err)
 			}
 			h := sha256.Sum256(raw)
-			keys[i], coids[i], cmds[i], hashes[i] = o.op.Requester.APIKeyID, o.op.ClientOrderID, string(raw), h[:]
+			cmds[i], hashes[i] = string(raw), h[:]
 		}
 	}
 	rows, err := s.pool.Query(ctx, `WITH k AS (
@@ -253,7 +279,7 @@ func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*
 			INSERT INTO cmd.idempotency AS i (api_key_id, client_order_id, operation, login, operation_id, tag, attempt,
 				request_hash, command, status)
 			SELECT w.key, w.coid, w.kind, w.login, w.id, w.tag, w.attempt, w.hash, w.cmd::jsonb, 'QUEUED' FROM want w
-			WHERE w.checked AND NOT EXISTS (SELECT 1 FROM rec WHERE rec.id = w.id)
+			WHERE w.checked AND $14 AND NOT EXISTS (SELECT 1 FROM rec WHERE rec.id = w.id)
 			ON CONFLICT (api_key_id, client_order_id) DO UPDATE SET operation = EXCLUDED.operation, login = EXCLUDED.login,
 				operation_id = EXCLUDED.operation_id, tag = EXCLUDED.tag, attempt = EXCLUDED.attempt,
 				request_hash = EXCLUDED.request_hash, command = EXCLUDED.command, response = NULL,
@@ -271,16 +297,17 @@ func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*
 			RETURNING operation_id, attempt)
 		SELECT operation_id, attempt, sent_at, decided, status, unanswered, decided_at, 'known' FROM ex
 		UNION ALL SELECT operation_id, attempt, $7, false, '', false, $7, 'recorded' FROM ins
-		UNION ALL SELECT w.id, w.attempt, $7, false, '', false, $7, 'superseded' FROM want w
+		UNION ALL SELECT w.id, w.attempt, $7, false, '', false, $7, 'lost' FROM want w
 			WHERE NOT EXISTS (SELECT 1 FROM bound b WHERE b.id = w.id)`,
-		ids, attempts, logins, tags, kinds, eligible, at, checked, keys, coids, cmds, hashes, command.Retention.Seconds())
+		ids, attempts, logins, tags, kinds, eligible, at, checked, keys, coids, cmds, hashes, command.Retention.Seconds(),
+		restore)
 	if err != nil {
 		return nil, nil, nil, eligible, fmt.Errorf("read and record executions: %w", err)
 	}
 	defer rows.Close()
 	known = make(map[opKey]execution, n)
 	recorded = make(map[opKey]bool, n)
-	superseded = map[opKey]bool{}
+	lost = map[opKey]bool{}
 	for rows.Next() {
 		var k opKey
 		var attempt int32
@@ -293,8 +320,8 @@ func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*
 		switch what {
 		case "recorded":
 			recorded[k] = true
-		case "superseded":
-			superseded[k] = true
+		case "lost":
+			lost[k] = true
 		default:
 			known[k] = e
 		}
@@ -302,7 +329,7 @@ func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*
 	if err := rows.Err(); err != nil {
 		return nil, nil, nil, eligible, fmt.Errorf("read and record executions: %w", err)
 	}
-	return known, recorded, superseded, eligible, nil
+	return known, recorded, lost, eligible, nil
 }
 
 // decided stores the outcomes of a batch in one statement, once they are in the log. An

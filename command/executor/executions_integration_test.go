@@ -101,3 +101,42 @@ func TestExecutionsClaimAfterAFailedClaimThatCommitted(t *testing.T) {
 func placeOrder(id string) operation {
 	return operation{op: events.Operation{OperationID: id, Login: 1001, Tag: "#" + id, Attempt: 1}, kind: "PLACE_ORDER"}
 }
+
+// The claim's common case is one statement: an operation whose idempotency record names it is
+// recorded as sent at once, and only one whose record is missing (a Postgres crash lost it)
+// comes back to be claimed again with its command, which the first statement does not carry.
+func TestClaimRecordsAnOperationWhoseRecordNamesItInOneStatement(t *testing.T) {
+	ctx := context.Background()
+	pool := testenv.MigratedPG(t)
+	s, err := newExecutions(pool, testenv.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	withRecord := func(id string) operation {
+		o := placeOrder(id)
+		o.op.ClientOrderID, o.op.Requester.APIKeyID, o.ownRecord = "c-"+id, 1, true
+		return o
+	}
+	bound, missing := withRecord("bound"), withRecord("missing")
+	if _, err := pool.Exec(ctx, `INSERT INTO cmd.idempotency (api_key_id, client_order_id, operation, login, operation_id,
+			tag, attempt, request_hash, command, status) VALUES (1, 'c-bound', 'PLACE_ORDER', 1001, 'bound', '#bound', 1, '\x00', '[]', 'QUEUED')`); err != nil {
+		t.Fatal(err)
+	}
+	all := func(*operation) bool { return true }
+	_, recorded, lost, _, err := s.claimRows(ctx, []operation{bound, missing}, all, time.Now(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !recorded[bound.key()] || lost[bound.key()] {
+		t.Errorf("the operation its record names: recorded %v, lost %v; want recorded by the first statement",
+			recorded[bound.key()], lost[bound.key()])
+	}
+	if recorded[missing.key()] || !lost[missing.key()] {
+		t.Errorf("the operation without a record: recorded %v, lost %v; want lost, for a claim with its command",
+			recorded[missing.key()], lost[missing.key()])
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM cmd.idempotency WHERE client_order_id = 'c-missing'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d records of c-missing after the first statement (%v), want none", n, err)
+	}
+}
