@@ -98,8 +98,10 @@ func (s *executions) get(ctx context.Context, k opKey) (e execution, ok bool, er
 }
 
 // claim reads what cmd.executions knows of ops and, in the same statement, records as sent
-// (synchronous commit, before anything is sent) the ones without a row for which sure holds.
-// It returns the rows that were already there, and the operations it recorded.
+// (synchronous commit, before anything is sent) the ones without a row for which sure holds
+// and whose idempotency record names them (claimRows). It returns the rows that were already
+// there, and the operations it recorded; an operation whose client order id a retry bound to
+// another is marked superseded.
 func (s *executions) claim(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time) (map[opKey]execution, map[opKey]bool, error) {
 	known, recorded, lost, eligible, err := s.claimRows(ctx, ops, sure, at, false)
 	if err == nil && len(lost) > 0 {
