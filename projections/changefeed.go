@@ -412,13 +412,15 @@ func (f *ChangeFeed) lost(part int32, seq int64) {
 
 // endFollowing ends, with err, the subscriptions following a login of the partitions
 // (every subscription when parts is nil) (f.mu held).
-func (f *ChangeFeed) endFollowing(parts map[int32]bool, err error) {
+func (f *ChangeFeed) endFollowing(parts map[int32]bool, err error) (ended int) {
 	for s := range f.subs {
 		if parts == nil || s.follows(parts) {
 			delete(f.subs, s)
 			s.end(err)
+			ended++
 		}
 	}
+	return ended
 }
 
 // readIntake reads how the service's intake stands (rm.intake) for the lag check.
@@ -457,9 +459,9 @@ func (f *ChangeFeed) endLagging(now time.Time) {
 	bound := now.Add(-f.cfg.MaxLag)
 	past := func(since time.Time) bool { return !since.IsZero() && since.Before(bound) }
 	if past(f.intake.all) || !f.live && past(f.stateSince) {
+		ended := f.endFollowing(nil, ErrIntakeLagged)
 		f.cfg.Logger.Warn("change feed: the intake of every partition lags; every stream is closed",
-			"relayBehindSince", f.intake.all, "feedLive", f.live, "feedStateSince", f.stateSince, "streams", len(f.subs))
-		f.endFollowing(nil, ErrIntakeLagged)
+			"relayBehindSince", f.intake.all, "feedLive", f.live, "feedStateSince", f.stateSince, "streams", ended)
 		return
 	}
 	var parts map[int32]bool
@@ -471,10 +473,12 @@ func (f *ChangeFeed) endLagging(now time.Time) {
 			parts[part] = true
 		}
 	}
-	if parts != nil {
+	if parts == nil {
+		return
+	}
+	if ended := f.endFollowing(parts, ErrIntakeLagged); ended > 0 {
 		f.cfg.Logger.Warn("change feed: the trading projection lags on some partitions; their streams are closed",
-			"partitions", len(parts), "streams", len(f.subs))
-		f.endFollowing(parts, ErrIntakeLagged)
+			"partitions", len(parts), "streams", ended)
 	}
 }
 

@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,6 +40,7 @@ type executions struct {
 	pool     *pgxpool.Pool
 	analyzer *postgres.Analyzer
 	log      *slog.Logger
+	records  *command.Records // the idempotency records a claim stores again (claim)
 
 	storing *group.Drain[decision] // outcomes stored in the background (decidedLater)
 
@@ -64,7 +64,11 @@ func newExecutions(pool *pgxpool.Pool, log *slog.Logger) (*executions, error) {
 	if pool == nil {
 		return nil, errors.New("executor: the executions store needs a pool")
 	}
-	s := &executions{pool: pool, analyzer: postgres.NewAnalyzer(pool, nil, "cmd.executions"), log: log}
+	records, err := command.NewRecords(pool)
+	if err != nil {
+		return nil, err
+	}
+	s := &executions{pool: pool, analyzer: postgres.NewAnalyzer(pool, nil, "cmd.executions"), log: log, records: records}
 	s.storing = group.NewDrain(s.storeDecided)
 	return s, nil
 }
@@ -103,21 +107,29 @@ func (s *executions) get(ctx context.Context, k opKey) (e execution, ok bool, er
 // there, and the operations it recorded; an operation whose client order id a retry bound to
 // another is marked superseded.
 func (s *executions) claim(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time) (map[opKey]execution, map[opKey]bool, error) {
-	known, recorded, lost, eligible, err := s.claimRows(ctx, ops, sure, at, false)
+	known, recorded, lost, eligible, err := s.claimRows(ctx, ops, sure, at)
 	if err == nil && len(lost) > 0 {
-		// Records a Postgres crash lost (rare): stored again from their commands, which only
-		// then travel, in a second statement for those operations alone. Should it fail, the
-		// first one's claims are remembered with its own (claimFailed: same time), so that the
-		// redelivered batch sends them.
+		// Records a Postgres crash lost (rare) are stored again from their commands, by the
+		// gateway's own store, and those operations are claimed again: each one whose record
+		// now names it is recorded; one that a retry's record names stays lost (superseded).
+		// Should this fail, the first claim's rows are remembered (claimFailed: same time),
+		// so that the redelivered batch sends them.
 		var again []operation
+		var recs []command.Record
 		for _, o := range ops {
 			if lost[o.key()] {
 				again = append(again, o)
+				recs = append(recs, command.Record{APIKeyID: o.op.Requester.APIKeyID, ClientOrderID: o.op.ClientOrderID,
+					Kind: o.kind, Login: o.op.Login, OperationID: o.op.OperationID, Tag: o.op.Tag, Attempt: o.op.Attempt,
+					Envelopes: []events.Envelope{o.env}})
 			}
 		}
 		var known2 map[opKey]execution
 		var recorded2 map[opKey]bool
-		if known2, recorded2, lost, _, err = s.claimRows(ctx, again, sure, at, true); err == nil {
+		if _, err = s.records.Insert(ctx, recs); err == nil {
+			known2, recorded2, lost, _, err = s.claimRows(ctx, again, sure, at)
+		}
+		if err == nil {
 			maps.Copy(known, known2)
 			maps.Copy(recorded, recorded2)
 			s.log.Warn("idempotency records lost by Postgres stored again from their commands; retries that bound their ids first are sent instead",
@@ -232,17 +244,14 @@ func (s *executions) ownClaims(ops []operation, known map[opKey]execution, recor
 // client order id's idempotency record names it. The gateway commits a single operation's
 // record asynchronously (command/idempotency.go): a Postgres crash may lose a record
 // committed in its last moments, and only the executor's synchronous claim, later in the
-// write-ahead log, makes it durable. Without restore, an operation whose record is missing is
-// not recorded and comes back in lost; with restore (claim passes those operations alone),
-// its record is stored again from the command in the same statement. One whose
-// record names another operation (a retry recorded it first after such a crash) is not
-// recorded either, and comes back in lost with restore: superseded, never sent.
-func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time,
-	restore bool) (known map[opKey]execution, recorded, lost map[opKey]bool, eligible []bool, err error) {
+// write-ahead log, makes it durable. An operation whose record is missing, or names another
+// operation (a retry recorded it first after such a crash), is not recorded: it comes back in
+// lost.
+func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time) (
+	known map[opKey]execution, recorded, lost map[opKey]bool, eligible []bool, err error) {
 	n := len(ops)
-	ids, tags, kinds, coids, cmds := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	ids, tags, kinds, coids := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	attempts, logins, keys := make([]int32, n), make([]int64, n), make([]int64, n)
-	hashes := make([][]byte, n)
 	eligible, checked := make([]bool, n), make([]bool, n)
 	for i := range ops {
 		o := &ops[i]
@@ -251,19 +260,11 @@ func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*
 		if checked[i] = eligible[i] && o.ownRecord; checked[i] {
 			keys[i], coids[i] = o.op.Requester.APIKeyID, o.op.ClientOrderID
 		}
-		if checked[i] && restore {
-			raw, err := json.Marshal([]events.Envelope{o.env})
-			if err != nil {
-				return nil, nil, nil, eligible, fmt.Errorf("encode command of %s: %w", o.op.OperationID, err)
-			}
-			h := sha256.Sum256(raw)
-			cmds[i], hashes[i] = string(raw), h[:]
-		}
 	}
 	rows, err := s.pool.Query(ctx, `WITH k AS (
 			SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::bool[],
-				$8::bool[], $9::bigint[], $10::text[], $11::text[], $12::bytea[])
-			  AS k(id, attempt, login, tag, kind, eligible, checked, key, coid, cmd, hash)),
+				$8::bool[], $9::bigint[], $10::text[])
+			  AS k(id, attempt, login, tag, kind, eligible, checked, key, coid)),
 		ex AS (
 			SELECT e.operation_id, e.attempt, e.sent_at, e.outcome IS NOT NULL AS decided,
 				coalesce(e.outcome->>'status', '') AS status, coalesce(e.outcome->>'unanswered' = 'true', false) AS unanswered,
@@ -272,26 +273,11 @@ func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*
 		want AS (
 			SELECT k.* FROM k WHERE k.eligible
 			AND NOT EXISTS (SELECT 1 FROM ex WHERE ex.operation_id = k.id AND ex.attempt = k.attempt)),
-		rec AS (
-			SELECT w.id, i.operation_id AS names FROM want w
-			JOIN cmd.idempotency i ON i.api_key_id = w.key AND i.client_order_id = w.coid
-				AND i.created_at > now() - make_interval(secs => $13)
-			WHERE w.checked),
-		restored AS (
-			INSERT INTO cmd.idempotency AS i (api_key_id, client_order_id, operation, login, operation_id, tag, attempt,
-				request_hash, command, status)
-			SELECT w.key, w.coid, w.kind, w.login, w.id, w.tag, w.attempt, w.hash, w.cmd::jsonb, 'QUEUED' FROM want w
-			WHERE w.checked AND $14 AND NOT EXISTS (SELECT 1 FROM rec WHERE rec.id = w.id)
-			ON CONFLICT (api_key_id, client_order_id) DO UPDATE SET operation = EXCLUDED.operation, login = EXCLUDED.login,
-				operation_id = EXCLUDED.operation_id, tag = EXCLUDED.tag, attempt = EXCLUDED.attempt,
-				request_hash = EXCLUDED.request_hash, command = EXCLUDED.command, response = NULL,
-				status = EXCLUDED.status, created_at = now(), updated_at = now()
-				WHERE i.created_at <= now() - make_interval(secs => $13)
-			RETURNING operation_id),
 		bound AS (
 			SELECT w.id, w.attempt, w.login, w.tag, w.kind FROM want w
-			WHERE NOT w.checked OR EXISTS (SELECT 1 FROM rec WHERE rec.id = w.id AND rec.names = w.id)
-				OR EXISTS (SELECT 1 FROM restored r WHERE r.operation_id = w.id)),
+			WHERE NOT w.checked OR EXISTS (SELECT 1 FROM cmd.idempotency i
+				WHERE i.api_key_id = w.key AND i.client_order_id = w.coid AND i.operation_id = w.id
+				AND i.created_at > now() - make_interval(secs => $11))),
 		ins AS (
 			INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at)
 			SELECT b.id, b.attempt, b.login, b.tag, b.kind, $7 FROM bound b
@@ -301,8 +287,7 @@ func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*
 		UNION ALL SELECT operation_id, attempt, $7, false, '', false, $7, 'recorded' FROM ins
 		UNION ALL SELECT w.id, w.attempt, $7, false, '', false, $7, 'lost' FROM want w
 			WHERE NOT EXISTS (SELECT 1 FROM bound b WHERE b.id = w.id)`,
-		ids, attempts, logins, tags, kinds, eligible, at, checked, keys, coids, cmds, hashes, command.Retention.Seconds(),
-		restore)
+		ids, attempts, logins, tags, kinds, eligible, at, checked, keys, coids, command.Retention.Seconds())
 	if err != nil {
 		return nil, nil, nil, eligible, fmt.Errorf("read and record executions: %w", err)
 	}

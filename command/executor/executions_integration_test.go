@@ -104,7 +104,7 @@ func placeOrder(id string) operation {
 
 // The claim's common case is one statement: an operation whose idempotency record names it is
 // recorded as sent at once, and only one whose record is missing (a Postgres crash lost it)
-// comes back to be claimed again with its command, which the first statement does not carry.
+// comes back, to have its record stored again before it is claimed; the statement stores none.
 func TestClaimRecordsAnOperationWhoseRecordNamesItInOneStatement(t *testing.T) {
 	ctx := context.Background()
 	pool := testenv.MigratedPG(t)
@@ -123,7 +123,7 @@ func TestClaimRecordsAnOperationWhoseRecordNamesItInOneStatement(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := func(*operation) bool { return true }
-	_, recorded, lost, _, err := s.claimRows(ctx, []operation{bound, missing}, all, time.Now(), false)
+	_, recorded, lost, _, err := s.claimRows(ctx, []operation{bound, missing}, all, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestClaimRecordsAnOperationWhoseRecordNamesItInOneStatement(t *testing.T) {
 			recorded[bound.key()], lost[bound.key()])
 	}
 	if recorded[missing.key()] || !lost[missing.key()] {
-		t.Errorf("the operation without a record: recorded %v, lost %v; want lost, for a claim with its command",
+		t.Errorf("the operation without a record: recorded %v, lost %v; want lost, for its record to be stored again",
 			recorded[missing.key()], lost[missing.key()])
 	}
 	var n int

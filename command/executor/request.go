@@ -107,8 +107,8 @@ func newOperation(env events.Envelope, ev events.Event) (o operation, ok bool) {
 	cmd := ev.(events.Command)
 	head, _ := trading.RequestOf(cmd)
 	o.op, o.kind, o.typ, o.requestedAt, o.env = *cmd.OperationHeader(), head.Kind, head.Type, env.OccurredAt, env
-	o.ownRecord = head.SweepID == "" && o.op.Requester.APIKeyID != 0 &&
-		utf8.RuneCountInString(o.op.ClientOrderID) >= 1 && utf8.RuneCountInString(o.op.ClientOrderID) <= maxClientOrderID
+	coid := utf8.RuneCountInString(o.op.ClientOrderID)
+	o.ownRecord = head.SweepID == "" && o.op.Requester.APIKeyID != 0 && coid >= 1 && coid <= maxClientOrderID
 	err := build(ev, &o)
 	o.req.Login = o.op.Login
 	if len([]rune(o.op.Tag)) != trading.TagLen {
