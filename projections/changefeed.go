@@ -30,6 +30,10 @@ var ErrIntakeLagged = query.ErrIntakeLagged
 // ErrChangesLost ends a subscription whose logins' rows were pruned unread (wraps ErrLagged).
 var ErrChangesLost = query.ErrChangesLost
 
+// ErrStoreRestarted ends the subscriptions that may have seen rows a crash of Postgres took
+// back (wraps ErrChangesLost).
+var ErrStoreRestarted = query.ErrStoreRestarted
+
 // ErrFeedStopped ends the subscriptions of a change feed whose Run returned.
 var ErrFeedStopped = errors.New("projections: change feed stopped")
 
@@ -94,6 +98,7 @@ type ChangeFeed struct {
 	recent     recentStates
 	subs       map[*Subscription]struct{}
 	observers  []func(query.Change)
+	started    time.Time // when Postgres started, as of the last connection (rewind)
 	live       bool      // a session reads the feed
 	lastErr    error     // why the last session ended
 	stateSince time.Time // when live or lastErr last changed (or the feed was built)
@@ -197,6 +202,9 @@ func (f *ChangeFeed) session(ctx context.Context) (healthy bool, err error) {
 	if err := f.position(ctx, conn); err != nil {
 		return false, err
 	}
+	if err := f.rewind(ctx, conn); err != nil {
+		return false, err
+	}
 	poll := time.Now()
 	for {
 		if err := f.catchUp(ctx, conn, nil); err != nil {
@@ -292,6 +300,47 @@ func (f *ChangeFeed) position(ctx context.Context, conn *pgx.Conn) error {
 	f.positioned = true
 	f.mu.Unlock()
 	f.readyOnce.Do(func() { close(f.ready) })
+	return nil
+}
+
+// rewind, at every connection, checks that the store still holds what the feed dispatched.
+// The trading projection commits asynchronously (TradingConfig.Pool): a crash of Postgres
+// takes back its last commits, change rows included, and it applies them again from the log,
+// numbering their rows anew from the heads the crash left. So when Postgres restarted (its
+// start time changed since the last connection) or a partition's head stands below the last
+// row dispatched, the subscriptions that may have seen rows taken back end with
+// ErrStoreRestarted (their clients resnapshot), and a partition found behind is read again
+// from its head, so that waiters hear of the operations as applied again.
+func (f *ChangeFeed) rewind(ctx context.Context, conn *pgx.Conn) error {
+	var started time.Time
+	if err := conn.QueryRow(ctx, `SELECT pg_postmaster_start_time()`).Scan(&started); err != nil {
+		return fmt.Errorf("postgres start time: %w", err)
+	}
+	heads, err := readHeads(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("heads: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	restarted := !f.started.IsZero() && !started.Equal(f.started)
+	f.started = started
+	back := map[int32]bool{}
+	for part, last := range f.last {
+		if head := heads[part]; head < last {
+			back[part] = true
+			f.last[part] = head
+		}
+	}
+	if !restarted && len(back) == 0 {
+		return nil
+	}
+	parts := back
+	if restarted {
+		parts = nil // every subscription: rows of any partition may have been taken back and numbered again
+	}
+	ended := f.endFollowing(parts, ErrStoreRestarted)
+	f.cfg.Logger.Warn("change feed: Postgres restarted or took back rows the feed had read; their streams are closed",
+		"restarted", restarted, "partitionsBehind", len(back), "streamsClosed", ended)
 	return nil
 }
 

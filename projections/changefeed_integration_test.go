@@ -310,6 +310,49 @@ func TestChangeFeedReconnectsAndMissesNothing(t *testing.T) {
 	}
 }
 
+// A crash of Postgres takes back the trading projection's last asynchronous commits, change
+// rows and head included, and the projection numbers the rows it applies again from the head
+// the crash left. The feed, reconnecting, finds the head below the last row it dispatched:
+// the subscriptions that saw the row taken back end with ErrStoreRestarted (a kind of
+// ErrChangesLost: their clients resnapshot), and the row numbered anew reaches a new
+// subscription instead of being taken for one already dispatched.
+func TestChangeFeedEndsTheSubscriptionsOfRowsTheStoreTookBack(t *testing.T) {
+	e := cfSetup(t)
+	sub := e.feed.Subscribe(query.Scope{Match: func(int64) bool { return true }}, 100)
+	defer sub.Close()
+	e.write(row(7, query.ChangeDeal, ""))
+	taken := next(t, sub)
+	if taken.Login != 7 {
+		t.Fatalf("%+v", taken)
+	}
+	// What the crash does: the commit of login 7's row never happened.
+	if _, err := e.pool.Exec(e.ctx, `DELETE FROM rm.changes WHERE part = 0 AND seq = $1`, taken.Seq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(e.ctx, `UPDATE rm.change_heads SET seq = $1 WHERE part = 0`, taken.Seq-1); err != nil {
+		t.Fatal(err)
+	}
+	var killed int
+	if err := e.pool.QueryRow(e.ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE application_name = $1 AND datname = current_database()`, cfAppName).Scan(&killed); err != nil || killed != 1 {
+		t.Fatalf("terminated %d feed connections (%v)", killed, err)
+	}
+	select {
+	case <-sub.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the subscription that saw the row taken back was not ended")
+	}
+	if !errors.Is(sub.Err(), ErrStoreRestarted) || !errors.Is(sub.Err(), ErrChangesLost) {
+		t.Fatalf("err %v, want ErrStoreRestarted (an ErrChangesLost)", sub.Err())
+	}
+	again := e.feed.Subscribe(query.Scope{Match: func(int64) bool { return true }}, 100)
+	defer again.Close()
+	e.write(row(9, query.ChangeDeal, "")) // applied again: the number login 7's row had
+	if c := next(t, again); c.Login != 9 || c.Seq != taken.Seq {
+		t.Fatalf("the row numbered anew: %+v, want login 9 at seq %d", c, taken.Seq)
+	}
+}
+
 func TestChangeFeedEndsSubscriptionsWhenItStops(t *testing.T) {
 	e := cfSetup(t)
 	sub := e.feed.Subscribe(query.Scope{Match: func(int64) bool { return true }}, 10)

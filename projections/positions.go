@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -25,7 +27,18 @@ import (
 // and moves it forward in one statement; when it does not (a commit that failed after all
 // took effect, another consumer of the same partition), the transaction is rolled back and
 // the batch ends with batch.ErrResume: the session starts again from what the store says,
-// never from memory.
+// never from memory. A position this process does not know (after a failed transaction) is
+// read in the transaction, and one found behind the batch's first message is the same case:
+// what lies between was never applied by this session.
+//
+// A writer may commit asynchronously (the trading projection: postgres.Config.AsyncCommit),
+// and then a crash of Postgres takes back its last commits, positions with writes, as a
+// suffix of them (the write-ahead log is written in order): the store stands where it stood
+// some commits earlier, consistent with itself, and nothing taken back is lost as long as the
+// writer applies it again from the log. It does: a transaction on a partition whose position
+// went back fails its check (above), and Watch finds a partition that went back while no
+// batch came, and ends the session (Rewound); a new session starts from the store and forgets
+// what the writer remembered of its commits (OnLoad).
 type Positions struct {
 	pool *pgxpool.Pool
 	name string
@@ -34,7 +47,9 @@ type Positions struct {
 	next map[topicPartition]int64 // what this process last read or wrote; absent: unknown
 	// held: partitions whose messages past next were all copies of what was applied already
 	// (they changed nothing, so no transaction moved the position over them), since when.
-	held map[topicPartition]time.Time
+	held    map[topicPartition]time.Time
+	rewound chan struct{} // closed when Watch finds the store behind next (then replaced)
+	onLoad  func()
 }
 
 type topicPartition struct {
@@ -44,11 +59,97 @@ type topicPartition struct {
 
 // NewPositions keeps the positions of projection name.
 func NewPositions(pool *pgxpool.Pool, name string) *Positions {
-	return &Positions{pool: pool, name: name, next: map[topicPartition]int64{}, held: map[topicPartition]time.Time{}}
+	return &Positions{pool: pool, name: name, next: map[topicPartition]int64{}, held: map[topicPartition]time.Time{},
+		rewound: make(chan struct{})}
+}
+
+// OnLoad sets what Load calls first, at every consumer session's start: what the writer
+// remembers of its commits must be forgotten there (the store may have taken them back).
+func (p *Positions) OnLoad(fn func()) { p.onLoad = fn }
+
+// Rewound implements batch.Rewinding: the channel is closed when Watch finds the store
+// behind a position this process committed.
+func (p *Positions) Rewound() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rewound
+}
+
+// Watch checks every interval that the store still holds the positions this process
+// committed, until ctx ends. One found behind (Postgres took back the last asynchronous
+// commits) is forgotten and the session is ended (Rewound), so that the next one applies
+// again from the store what was taken back, whether or not more messages come to its
+// partition.
+func (p *Positions) Watch(ctx context.Context, interval time.Duration, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		behind, err := p.check(ctx)
+		if err != nil {
+			continue // Postgres away: the batches fail too, and the next check tells
+		}
+		if len(behind) > 0 {
+			log.Warn("the store took back positions this projection committed (Postgres restarted?); applying again from the store",
+				"partitions", behind)
+		}
+	}
+}
+
+// check compares the stored positions with those this process committed, and rewinds the
+// ones found behind. The store is read after memory, so a commit that lands between the two
+// only puts the store further ahead: a stored position behind is one the store lost.
+func (p *Positions) check(ctx context.Context) ([]string, error) {
+	p.mu.Lock()
+	mine := maps.Clone(p.next)
+	p.mu.Unlock()
+	if len(mine) == 0 {
+		return nil, nil
+	}
+	rows, err := p.pool.Query(ctx, `SELECT topic, partition, next_offset FROM rm.projection_offsets WHERE projection = $1`, p.name)
+	if err != nil {
+		return nil, err
+	}
+	stored := map[topicPartition]int64{}
+	var tp topicPartition
+	var next int64
+	if _, err := pgx.ForEachRow(rows, []any{&tp.topic, &tp.partition, &next}, func() error {
+		stored[tp] = next
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	var behind []topicPartition
+	for tp, n := range mine {
+		if s, ok := stored[tp]; n >= 0 && (!ok || s < n) {
+			behind = append(behind, tp)
+		}
+	}
+	if len(behind) == 0 {
+		return nil, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	names := make([]string, len(behind))
+	for i, tp := range behind {
+		delete(p.next, tp)
+		delete(p.held, tp)
+		names[i] = fmt.Sprintf("%s/%d", tp.topic, tp.partition)
+	}
+	close(p.rewound)
+	p.rewound = make(chan struct{})
+	return names, nil
 }
 
 // Load implements batch.Positions (a session's start) and remembers what it read.
 func (p *Positions) Load(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error) {
+	if p.onLoad != nil {
+		p.onLoad()
+	}
 	rows, err := p.pool.Query(ctx, `SELECT partition, next_offset FROM rm.projection_offsets
 		WHERE projection = $1 AND topic = $2 AND partition = ANY($3)`, p.name, topic, partitions)
 	if err != nil {
@@ -62,6 +163,7 @@ func (p *Positions) Load(ctx context.Context, topic string, partitions []int32) 
 	defer p.mu.Unlock()
 	for _, part := range partitions {
 		tp := topicPartition{topic, part}
+		delete(p.held, tp)
 		if next, ok := out[part]; ok {
 			p.next[tp] = next
 		} else {
@@ -137,7 +239,7 @@ var errPositionsMoved = errors.New("projections: the stored positions are not wh
 // Messages without a topic (not read from the log: a replay tool, a test) are kept and move
 // nothing. A partition whose position this process does not know is read first, in tx.
 func (p *Positions) plan(ctx context.Context, tx querier, msgs []batch.Message) ([]batch.Message, *advance, error) {
-	last := map[topicPartition]int64{}
+	first, last := map[topicPartition]int64{}, map[topicPartition]int64{}
 	var order []topicPartition
 	for _, m := range msgs {
 		if m.Topic == "" {
@@ -146,12 +248,22 @@ func (p *Positions) plan(ctx context.Context, tx querier, msgs []batch.Message) 
 		tp := topicPartition{m.Topic, m.Partition}
 		if _, ok := last[tp]; !ok {
 			order = append(order, tp)
+			first[tp] = m.Offset
 		}
-		last[tp] = max(last[tp], m.Offset)
+		first[tp], last[tp] = min(first[tp], m.Offset), max(last[tp], m.Offset)
 	}
-	known, err := p.known(ctx, tx, order)
+	known, read, err := p.known(ctx, tx, order)
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, tp := range read {
+		// Read from the store: one behind the batch's first message was taken back after
+		// this session had moved on (or was left behind copies, Positions.hold): what lies
+		// between must be read again.
+		if from := known[tp]; from >= 0 && from < first[tp] {
+			return nil, nil, fmt.Errorf("%w (%s/%d stored at %d, the batch starts at %d)", errPositionsMoved,
+				tp.topic, tp.partition, from, first[tp])
+		}
 	}
 	kept := msgs[:0:0]
 	for _, m := range msgs {
@@ -171,8 +283,8 @@ func (p *Positions) plan(ctx context.Context, tx querier, msgs []batch.Message) 
 	return kept, adv, nil
 }
 
-// known returns where each partition stands: from memory, or read in tx.
-func (p *Positions) known(ctx context.Context, tx querier, tps []topicPartition) (map[topicPartition]int64, error) {
+// known returns where each partition stands: from memory, or read in tx (those are read).
+func (p *Positions) known(ctx context.Context, tx querier, tps []topicPartition) (_ map[topicPartition]int64, read []topicPartition, _ error) {
 	out := make(map[topicPartition]int64, len(tps))
 	var unknown []topicPartition
 	p.mu.Lock()
@@ -185,7 +297,7 @@ func (p *Positions) known(ctx context.Context, tx querier, tps []topicPartition)
 	}
 	p.mu.Unlock()
 	if len(unknown) == 0 {
-		return out, nil
+		return out, nil, nil
 	}
 	topics, parts := make([]string, len(unknown)), make([]int32, len(unknown))
 	for i, tp := range unknown {
@@ -196,18 +308,18 @@ func (p *Positions) known(ctx context.Context, tx querier, tps []topicPartition)
 		JOIN unnest($2::text[], $3::int[]) AS x(topic, partition) USING (topic, partition)
 		WHERE o.projection = $1 FOR UPDATE OF o`, p.name, topics, parts)
 	if err != nil {
-		return nil, fmt.Errorf("read positions of %s: %w", p.name, err)
+		return nil, nil, fmt.Errorf("read positions of %s: %w", p.name, err)
 	}
 	for rows.Next() {
 		var tp topicPartition
 		var next int64
 		if err := rows.Scan(&tp.topic, &tp.partition, &next); err != nil {
 			rows.Close()
-			return nil, err
+			return nil, nil, err
 		}
 		out[tp] = next
 	}
-	return out, rows.Err()
+	return out, unknown, rows.Err()
 }
 
 // queue adds the check-and-advance statement to b: it moves each position that stands where

@@ -96,3 +96,82 @@ func TestPositionsMoveOnlyFromWhereTheStoreStands(t *testing.T) {
 	}
 	want("the stale advance rolled back", map[int32]int64{0: 10, 1: 4, 2: 1})
 }
+
+// TestPositionsFindTheStoreBehindWhatTheyCommitted plays what a crash of Postgres does to a
+// writer that commits asynchronously: the store stands some commits back. check finds the
+// partition behind what this process committed, forgets it and closes Rewound (the consumer
+// ends its session); a batch past the stored position, read from the store, is refused as
+// moved (what lies between must be read again); the batch from the stored position applies;
+// and a new session's Load calls OnLoad first.
+func TestPositionsFindTheStoreBehindWhatTheyCommitted(t *testing.T) {
+	ctx := context.Background()
+	pool := testenv.MigratedPG(t)
+	const name = "test.rewound"
+	at := func(part int32, offsets ...int64) []batch.Message {
+		out := make([]batch.Message, len(offsets))
+		for i, o := range offsets {
+			out[i] = batch.Message{Topic: "t", Partition: part, Offset: o}
+		}
+		return out
+	}
+	stored := func() int64 {
+		t.Helper()
+		var next int64
+		if err := pool.QueryRow(ctx, `SELECT next_offset FROM rm.projection_offsets WHERE projection = $1 AND topic = 't' AND partition = 0`,
+			name).Scan(&next); err != nil {
+			t.Fatal(err)
+		}
+		return next
+	}
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	p := NewPositions(pool, name)
+	loads := 0
+	p.OnLoad(func() { loads++ })
+	if _, err := p.Load(ctx, "t", []int32{0}); err != nil || loads != 1 {
+		t.Fatalf("Load: %v, OnLoad called %d times, want once", err, loads)
+	}
+	if err := applyPositioned(ctx, pool, p, at(0, 0, 1, 2), &pgx.Batch{}); err != nil {
+		t.Fatal(err)
+	}
+	rewound := p.Rewound()
+	if behind, err := p.check(ctx); err != nil || len(behind) != 0 || closed(rewound) {
+		t.Fatalf("check with the store where this process left it: behind %v (%v), rewound %v", behind, err, closed(rewound))
+	}
+
+	// The crash took back the last commit: the store stands at 1, this process wrote 3.
+	if _, err := pool.Exec(ctx, `UPDATE rm.projection_offsets SET next_offset = 1 WHERE projection = $1`, name); err != nil {
+		t.Fatal(err)
+	}
+	behind, err := p.check(ctx)
+	if err != nil || len(behind) != 1 || behind[0] != "t/0" || !closed(rewound) {
+		t.Fatalf("check with the store behind: behind %v (%v), rewound %v; want t/0 and the channel closed", behind, err, closed(rewound))
+	}
+	if closed(p.Rewound()) {
+		t.Fatal("Rewound after the rewind: a closed channel, want a new one")
+	}
+	// The session that had moved on would apply offset 3 next; the store says 1.
+	err = applyPositioned(ctx, pool, p, at(0, 3), &pgx.Batch{})
+	if !errors.Is(err, errPositionsMoved) || !errors.Is(err, batch.ErrResume) {
+		t.Fatalf("a batch past the stored position: %v, want errPositionsMoved and batch.ErrResume", err)
+	}
+	if got := stored(); got != 1 {
+		t.Fatalf("the refused batch moved the stored position to %d", got)
+	}
+	// The next session starts from the store: offsets 1 and 2 again, then 3.
+	if _, err := p.Load(ctx, "t", []int32{0}); err != nil || loads != 2 {
+		t.Fatalf("Load: %v, OnLoad called %d times, want twice", err, loads)
+	}
+	if err := applyPositioned(ctx, pool, p, at(0, 1, 2, 3), &pgx.Batch{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := stored(); got != 4 {
+		t.Fatalf("stored position %d after the batch from the store, want 4", got)
+	}
+}

@@ -67,6 +67,13 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// Watching is implemented by projections with work of their own beside their batches (the
+// trading projection checks that Postgres kept its asynchronous commits): Run runs Watch
+// beside the consumer, and waits for it to return.
+type Watching interface {
+	Watch(ctx context.Context)
+}
+
 // Source says where projections read from, and where they park what they cannot apply.
 type Source struct {
 	Brokers     []string
@@ -143,6 +150,15 @@ func Run(ctx context.Context, src Source, name string, p Projection) error {
 	}
 	if src.Observe != nil {
 		cfg.Observer = src.Observe(name)
+	}
+	if w, ok := p.(Watching); ok {
+		wctx, cancel := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			w.Watch(wctx)
+		}()
+		defer func() { cancel(); <-watched }()
 	}
 	err := batch.Run(ctx, cfg, apply)
 	// No write of the projection outlives it: the rounds owed to consumers that stopped.

@@ -30,8 +30,11 @@ const TradingName = "projection.trading"
 
 // TradingConfig configures the trading projection.
 type TradingConfig struct {
-	// Pool writes the read models, with synchronous commit: the positions the projection
-	// applied are written in the same transactions (Positions).
+	// Pool writes the read models. Its commits may be asynchronous (postgres.Config.AsyncCommit:
+	// the answer to a RESULT waits for this projection's commit, not for the disk): the
+	// positions the projection applied are written in the same transactions and checked by
+	// each, and the projection applies again what a crash of Postgres took back (Positions,
+	// Watch).
 	Pool *pgxpool.Pool
 	// Replaying: a rebuild from the log writes no change-feed rows, so streams and waiters
 	// never see history twice, and keeps no positions (a rebuild applies everything, each
@@ -109,8 +112,22 @@ func NewTrading(cfg TradingConfig) (*Trading, error) {
 			"rm.account_balances", "rm.changes")}
 	if !cfg.Replaying {
 		t.positions = NewPositions(cfg.Pool, TradingName)
+		t.positions.OnLoad(t.seen.forgetAll)
 	}
 	return t, nil
+}
+
+// rewindCheck is how often the trading projection checks that Postgres still holds the
+// positions it committed (Positions.Watch).
+const rewindCheck = 500 * time.Millisecond
+
+// Watch implements Watching: the projection commits asynchronously (TradingConfig.Pool), and
+// a partition whose commits a crash of Postgres took back is applied again from the store
+// within rewindCheck of Postgres answering again, whether or not more messages come to it.
+func (t *Trading) Watch(ctx context.Context) {
+	if t.positions != nil {
+		t.positions.Watch(ctx, rewindCheck, t.cfg.Logger)
+	}
 }
 
 // Positions implements Positioned: where each partition of the three topics stands.

@@ -36,8 +36,26 @@ type seenApplied struct {
 const seenSize = 1 << 15
 
 func newSeenApplied() *seenApplied {
-	return &seenApplied{facts: newRing[uint64](seenSize), commands: newRing[string](seenSize), outcomes: newRing[loginTag](seenSize),
-		attempt: map[string]int{}, owners: map[loginTag]tagOwner{}, tagOf: map[string]loginTag{}}
+	s := &seenApplied{}
+	s.empty()
+	return s
+}
+
+// empty makes s remember nothing (s.mu held, or s not shared yet).
+func (s *seenApplied) empty() {
+	s.facts, s.commands, s.outcomes = newRing[uint64](seenSize), newRing[string](seenSize), newRing[loginTag](seenSize)
+	s.attempt, s.owners, s.tagOf = map[string]int{}, map[loginTag]tagOwner{}, map[string]loginTag{}
+}
+
+// forgetAll forgets everything remembered, at the start of every consumer session
+// (Positions.OnLoad): the store may have taken back the transactions that taught it (the
+// trading projection commits asynchronously, and a crash of Postgres takes back its last
+// commits, which the new session applies again), and a copy skipped for a fact the store no
+// longer holds would be lost with it.
+func (s *seenApplied) forgetAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.empty()
 }
 
 // fact reports whether ev is a trade-server fact already applied.

@@ -76,6 +76,12 @@ var ErrIntakeLagged = fmt.Errorf("the service's intake lags for a login of the s
 // be delivered, the subscriber must resnapshot.
 var ErrChangesLost = fmt.Errorf("change-feed rows were pruned before they were delivered: %w", ErrLagged)
 
+// ErrStoreRestarted ends a subscription when the read models' store took back rows the feed
+// had delivered (a crash of Postgres takes back the trading projection's last asynchronous
+// commits, which it applies again): what was delivered may differ from what the read models
+// now hold, the subscriber must resnapshot (wraps ErrChangesLost).
+var ErrStoreRestarted = fmt.Errorf("the read models' store restarted and took back delivered changes: %w", ErrChangesLost)
+
 // Scope is the logins a subscription follows. Match is asked of every change, on the feed's
 // goroutine: it must be quick. Logins lists them when the feed must tell whether their
 // intake lags (rarely); nil stands for every login.

@@ -18,11 +18,17 @@ import (
 type Config struct {
 	// URL is a libpq-style URL, e.g. postgres://tradesvc@127.0.0.1:15432/tradesvc?sslmode=disable.
 	URL string
-	// MaxConns caps the pool; 0 keeps pgx's default (max(4, number of CPUs)). Every pool
-	// commits synchronously: the command side's records must survive a crash once
-	// acknowledged, and the projections commit the log positions they applied with their
-	// writes.
+	// MaxConns caps the pool; 0 keeps pgx's default (max(4, number of CPUs)).
 	MaxConns int32
+	// AsyncCommit turns synchronous commit off for the pool's sessions: a commit returns
+	// before its write-ahead log reaches the disk, and a crash of Postgres may take back the
+	// commits of its last moments (at most about three wal_writer_delay, 600 ms by default),
+	// always a suffix of them: the log is written in order. Only for writers that store with
+	// their writes where they stand in a log that keeps what they applied, check that
+	// position in every transaction, and go back to the stored one after a restart of
+	// Postgres (the trading projection: projections.Positions). Every other pool commits
+	// synchronously: the command side's records must survive a crash once acknowledged.
+	AsyncCommit bool
 	// KeyedPlans is for pools whose statements only look rows up by key (the projections'
 	// writes): every prepared statement uses its generic plan, made once per connection
 	// (plan_cache_mode = force_generic_plan; Postgres would otherwise plan some of them afresh
@@ -61,6 +67,9 @@ func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 		pc.MaxConns = cfg.MaxConns
 	}
 	pc.ConnConfig.RuntimeParams["synchronous_commit"] = "on" // whatever the server's default
+	if cfg.AsyncCommit {
+		pc.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
 	if cfg.KeyedPlans {
 		pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 		pc.ConnConfig.RuntimeParams["enable_seqscan"] = "off"

@@ -37,11 +37,13 @@ import (
 	"tradesvc/projections"
 )
 
-// Pool sizes: the command side and reads (gateway, executor), and the projections' writes
-// (one transaction at a time per consumed partition).
+// Pool sizes: the command side and reads (gateway, executor), the projections' writes (one
+// transaction at a time per consumed partition), and the trading projection's (its
+// partitions' batches merge into one transaction at a time).
 const (
 	commandPoolConns   = 24
 	readModelPoolConns = 16
+	tradingPoolConns   = 8
 )
 
 // App holds the open resources of one process.
@@ -50,12 +52,15 @@ type App struct {
 	log *slog.Logger
 	now func() time.Time
 
-	kcfg     kafka.Config
-	pool     *pgxpool.Pool // command side and reads: synchronous commit
-	rmPool   *pgxpool.Pool // read-model writes: synchronous commit, keyed plans
-	ch       driver.Conn
-	pub      *kafka.Publisher
-	switches *command.Switches
+	kcfg   kafka.Config
+	pool   *pgxpool.Pool // command side and reads: synchronous commit
+	rmPool *pgxpool.Pool // read-model writes: synchronous commit, keyed plans
+	// tradingPool: the trading projection's writes, asynchronous commit (on the path of
+	// every RESULT; projections.Positions says why a crash loses nothing), keyed plans.
+	tradingPool *pgxpool.Pool
+	ch          driver.Conn
+	pub         *kafka.Publisher
+	switches    *command.Switches
 
 	sim     *sim.Sim        // set when this process runs the simulator
 	port    mt5.TradeServer // the trade server the executor talks to
@@ -119,11 +124,20 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 		}
 	}
 	if cfg.Has(config.RoleProjector) {
-		// Synchronous commit: the projections commit the log positions they applied with
-		// their writes, so a commit Postgres acknowledged is one a crash cannot take back.
+		// Synchronous commit: the other projections commit the log positions they applied
+		// with their writes, and a commit Postgres acknowledged is one a crash cannot take
+		// back (some of them write ClickHouse too, which a lost position would write again).
 		// Keyed plans: their statements look rows up by key (postgres.Config.KeyedPlans).
 		if a.rmPool, err = postgres.Open(ctx, postgres.Config{URL: cfg.PGURL, MaxConns: readModelPoolConns,
 			KeyedPlans: true}); err != nil {
+			return nil, err
+		}
+		// The trading projection alone commits asynchronously: it stores its log positions
+		// with its writes and checks them in every transaction, and it goes back to the
+		// stored ones when Postgres restarts (projections.Positions), so the commits a crash
+		// takes back are applied again from the log.
+		if a.tradingPool, err = postgres.Open(ctx, postgres.Config{URL: cfg.PGURL, MaxConns: tradingPoolConns,
+			KeyedPlans: true, AsyncCommit: true}); err != nil {
 			return nil, err
 		}
 	}
@@ -384,6 +398,9 @@ func (a *App) Close() error {
 	}
 	if a.ch != nil {
 		closeWith("clickhouse", a.ch.Close)
+	}
+	if a.tradingPool != nil {
+		a.tradingPool.Close()
 	}
 	if a.rmPool != nil {
 		a.rmPool.Close()

@@ -13,15 +13,20 @@ import (
 	"tradesvc/query"
 )
 
-// tradingProjection builds projection.trading on the read-model pool; a replaying instance
-// writes no change-feed rows (streams and waiters never see history twice).
+// tradingProjection builds projection.trading on its own pool (asynchronous commit); a
+// replaying instance writes no change-feed rows (streams and waiters never see history
+// twice) and stores no positions, so it writes on the read-model pool, synchronously.
 func (a *App) tradingProjection(replaying bool) (*projections.Trading, error) {
+	pool := a.tradingPool
+	if replaying {
+		pool = a.rmPool
+	}
 	// Change rows are pruned at least four times within their retention (at most every minute).
 	retention, pruneEvery := a.cfg.Streams.ChangeRetention, time.Duration(0)
 	if retention > 0 {
 		pruneEvery = min(time.Minute, max(retention/4, 100*time.Millisecond))
 	}
-	return projections.NewTrading(projections.TradingConfig{Pool: a.rmPool, Replaying: replaying,
+	return projections.NewTrading(projections.TradingConfig{Pool: pool, Replaying: replaying,
 		Logger: a.log.With("projection", projections.TradingName), Committed: a.publishChanges, Stage: a.metrics.OrderStage,
 		Fresh: a.metrics.TradingFresh, ChangeRetention: retention, PruneEvery: pruneEvery})
 }

@@ -132,6 +132,15 @@ type Positions interface {
 	Load(ctx context.Context, topic string, partitions []int32) (map[int32]int64, error)
 }
 
+// Rewinding is implemented by Positions whose store may take back positions it acknowledged
+// (one that commits asynchronously, and loses its last commits in a crash): the channel
+// Rewound returns at a session's start is closed when the store was found behind, and the
+// session then ends, so that the next one starts every partition from the store again, even
+// those no message comes to.
+type Rewinding interface {
+	Rewound() <-chan struct{}
+}
+
 // ErrResume is returned by a handler whose store holds other positions than the batch
 // follows (a commit it could not confirm, another consumer of the same partition): the
 // session ends and the next one starts every partition from the store.
@@ -265,6 +274,18 @@ func (g *groupHandler) Setup(sess sarama.ConsumerGroupSession) error {
 	g.trail = newTrail(g.group, g.cfg, sess.Claims())
 	if g.cfg.Positions == nil {
 		return nil
+	}
+	if r, ok := g.cfg.Positions.(Rewinding); ok {
+		// Taken before the positions are loaded: a store found behind after that ends this
+		// session, one found behind before it was read behind already.
+		rewound, resume := r.Rewound(), g.resume
+		go func() {
+			select {
+			case <-rewound:
+				resume()
+			case <-sess.Context().Done():
+			}
+		}()
 	}
 	ctx, cancel := context.WithTimeout(sess.Context(), 30*time.Second)
 	defer cancel()
