@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/infra/kafka/batch"
+	"tradesvc/infra/wait"
 )
 
 // Positions are the log positions a Postgres projection applied (rm.projection_offsets:
@@ -81,23 +82,13 @@ func (p *Positions) Rewound() <-chan struct{} {
 // again from the store what was taken back, whether or not more messages come to its
 // partition.
 func (p *Positions) Watch(ctx context.Context, interval time.Duration, log *slog.Logger) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		behind, err := p.check(ctx)
-		if err != nil {
-			continue // Postgres away: the batches fail too, and the next check tells
-		}
-		if len(behind) > 0 {
+	wait.Every(ctx, interval, func() {
+		// An error (Postgres away) is left to the next check: the batches fail meanwhile too.
+		if behind, err := p.check(ctx); err == nil && len(behind) > 0 {
 			log.Warn("the store took back positions this projection committed (Postgres restarted?); applying again from the store",
 				"partitions", behind)
 		}
-	}
+	})
 }
 
 // check compares the stored positions with those this process committed, and rewinds the

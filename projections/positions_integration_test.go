@@ -12,6 +12,15 @@ import (
 	"tradesvc/infra/testenv"
 )
 
+// at is messages of topic t's partition part at offsets.
+func at(part int32, offsets ...int64) []batch.Message {
+	out := make([]batch.Message, len(offsets))
+	for i, o := range offsets {
+		out[i] = batch.Message{Topic: "t", Partition: part, Offset: o}
+	}
+	return out
+}
+
 // TestPositionsMoveOnlyFromWhereTheStoreStands drives both forms of the check-and-advance
 // (the set-wise statement of several partitions or a first position, the keyed UPDATE of one
 // stored position) against Postgres: each moves a position only from where this process
@@ -21,13 +30,6 @@ func TestPositionsMoveOnlyFromWhereTheStoreStands(t *testing.T) {
 	ctx := context.Background()
 	pool := testenv.MigratedPG(t)
 	const name = "test.positions"
-	at := func(part int32, offsets ...int64) []batch.Message {
-		out := make([]batch.Message, len(offsets))
-		for i, o := range offsets {
-			out[i] = batch.Message{Topic: "t", Partition: part, Offset: o}
-		}
-		return out
-	}
 	want := func(step string, exp map[int32]int64) {
 		t.Helper()
 		rows, err := pool.Query(ctx, `SELECT partition, next_offset FROM rm.projection_offsets WHERE projection = $1 AND topic = 't'`, name)
@@ -107,13 +109,6 @@ func TestPositionsFindTheStoreBehindWhatTheyCommitted(t *testing.T) {
 	ctx := context.Background()
 	pool := testenv.MigratedPG(t)
 	const name = "test.rewound"
-	at := func(part int32, offsets ...int64) []batch.Message {
-		out := make([]batch.Message, len(offsets))
-		for i, o := range offsets {
-			out[i] = batch.Message{Topic: "t", Partition: part, Offset: o}
-		}
-		return out
-	}
 	stored := func() int64 {
 		t.Helper()
 		var next int64

@@ -18,7 +18,7 @@
 #   BENCH_OVERLOAD_MULTIPLE   overload's multiple (3)           BENCH_OVERLOAD_SECONDS   its duration (30)
 #   BENCH_SUSTAINED           the sustained rate overload multiplies (default: found first, as sustain does)
 #   BENCH_SUSTAIN_FROM        first rate of the search (100)    BENCH_SUSTAIN_MAX        highest (3000)
-#   BENCH_STEP_SECONDS        duration of a search step (10)
+#   BENCH_STEP_SECONDS        duration of a search step (30: a 10 s burst drains before queues reach their steady state)
 #   BENCH_FUND                deposited on every login traded (100000000)
 #   BENCH_WARMUP_SECONDS      untimed ACK load before the scenarios (30; 0 skips it)   BENCH_WARMUP_RATE  its rate (500)
 #   BENCH_ARGS                more flags for every tradesvc bench run (see tradesvc bench --help)
@@ -115,7 +115,7 @@ set_client_args() {
 scenario() {
   local s=$1 args
   args=(bench "$s" "${client_args[@]}" --out "$OUT/bench-$s.json")
-  local search=(--from "${BENCH_SUSTAIN_FROM:-100}" --max "${BENCH_SUSTAIN_MAX:-3000}" --step "${BENCH_STEP_SECONDS:-10}s")
+  local search=(--from "${BENCH_SUSTAIN_FROM:-100}" --max "${BENCH_SUSTAIN_MAX:-3000}" --step "${BENCH_STEP_SECONDS:-30}s")
   case $s in
   result) args+=(--rate "${BENCH_RESULT_RATE:-200}" --duration "${BENCH_RESULT_SECONDS:-60}s") ;;
   ack) args+=(--rate "${BENCH_ACK_RATE:-1000}" --duration "${BENCH_ACK_SECONDS:-60}s") ;;

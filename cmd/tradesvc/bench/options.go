@@ -138,7 +138,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.Float64Var(&o.Max, "max", 3000, "sustain: highest rate tried, orders/s")
 	fs.Float64Var(&o.Factor, "factor", 1.5, "sustain: each passing step multiplies the rate by this")
 	fs.IntVar(&o.Refine, "refine", 2, "sustain: bisection steps between the last passing and the first failing rate")
-	fs.DurationVar(&o.StepDuration, "step", 10*time.Second, "sustain: duration of each step")
+	fs.DurationVar(&o.StepDuration, "step", 30*time.Second, "sustain: duration of each step (long enough for the queues to reach their steady state: a rate passed for 10 s may not hold for a minute)")
 	fs.Float64Var(&o.Sustained, "sustained", 0, "overload: the sustained rate to multiply (0: find it first, as sustain does)")
 	fs.Float64Var(&o.Multiple, "multiple", 3, "overload: offered rate as a multiple of the sustained rate")
 	fs.BoolVar(&o.JSON, "json", false, "print the report as JSON instead of the table")

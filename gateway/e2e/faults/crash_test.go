@@ -35,21 +35,35 @@ import (
 // executor's claim had committed as Postgres died, and its retry took the row for another
 // executor's send (fixed in command/executor/executions.go, ownClaims).
 func TestPostgresKilledWhileOrdersFlowLosesNothing(t *testing.T) {
-	dir, port := testRunDir(t), pgPort(t)
-	t.Cleanup(func() { startPostgres(t, dir, port) }) // idempotent: leaves Postgres running
-	svc := apptest.Serve(t, apptest.Launch(t, apptest.Vars(t)))
-	c := readyToTrade(t, svc)
-	waitTradable(t, c)
-	logins := []int64{1001, 1002}
-	before := fundAndCount(t, svc.App.Sim(), logins)
+	k := startForPostgresKill(t)
+	flow := startFlow(t, []*gwclient.Client{k.c}, k.logins, "pgkill", 6, 5*time.Millisecond)
+	time.Sleep(3 * time.Second)
+	killPostgres9(t, k.dir, k.port)
+	time.Sleep(3 * time.Second)
+	startPostgres(t, k.dir, k.port)
+	time.Sleep(3 * time.Second)
+	checkExactlyOnce(t, k.svc, k.svc.App.Sim(), k.logins, k.before, flow)
+}
 
-	flow := startFlow(t, []*gwclient.Client{c}, logins, "pgkill", 6, 5*time.Millisecond)
-	time.Sleep(3 * time.Second)
-	killPostgres9(t, dir, port)
-	time.Sleep(3 * time.Second)
-	startPostgres(t, dir, port)
-	time.Sleep(3 * time.Second)
-	checkExactlyOnce(t, svc, svc.App.Sim(), logins, before, flow)
+// postgresKill is a service on the shared test servers, ready to trade on two funded logins,
+// for a test that kills the test Postgres.
+type postgresKill struct {
+	dir, port string
+	svc       *apptest.Service
+	c         *gwclient.Client
+	logins    []int64
+	before    int // positions the trade server held for the logins
+}
+
+// startForPostgresKill starts it; Postgres is started again in t.Cleanup whatever happens.
+func startForPostgresKill(t *testing.T) *postgresKill {
+	k := &postgresKill{dir: testRunDir(t), port: pgPort(t), logins: []int64{1001, 1002}}
+	t.Cleanup(func() { startPostgres(t, k.dir, k.port) }) // idempotent: leaves Postgres running
+	k.svc = apptest.Serve(t, apptest.Launch(t, apptest.Vars(t)))
+	k.c = readyToTrade(t, k.svc)
+	waitTradable(t, k.c)
+	k.before = fundAndCount(t, k.svc.App.Sim(), k.logins)
+	return k
 }
 
 // Postgres is killed with SIGKILL a moment after RESULT answers, and no order follows them.
@@ -67,15 +81,9 @@ func TestPostgresKilledWhileOrdersFlowLosesNothing(t *testing.T) {
 // remembered of its commits (Positions.OnLoad): the outcome applied again was taken for a
 // copy of itself and skipped.
 func TestPostgresKilledRightAfterAnswersLosesNothing(t *testing.T) {
-	dir, port := testRunDir(t), pgPort(t)
-	t.Cleanup(func() { startPostgres(t, dir, port) }) // idempotent: leaves Postgres running
-	svc := apptest.Serve(t, apptest.Launch(t, apptest.Vars(t)))
-	c := readyToTrade(t, svc)
-	waitTradable(t, c)
-	logins := []int64{1001, 1002}
-	before := fundAndCount(t, svc.App.Sim(), logins)
-
-	f := startFlow(t, []*gwclient.Client{c}, logins, "pgidle", 0, 0) // no workers: the orders are placed here
+	k := startForPostgresKill(t)
+	svc, logins := k.svc, k.logins
+	f := startFlow(t, []*gwclient.Client{k.c}, logins, "pgidle", 0, 0) // no workers: the orders are placed here
 	ids := make([]string, 10)
 	for i := range ids {
 		o := &flowOrder{id: fmt.Sprintf("pgidle-%d", i), login: logins[i%len(logins)], seen: map[string]time.Time{}}
@@ -89,8 +97,8 @@ func TestPostgresKilledRightAfterAnswersLosesNothing(t *testing.T) {
 			t.Fatalf("order %s: %s", o.id, f.history(o.id))
 		}
 	}
-	killPostgres9(t, dir, port)
-	startPostgres(t, dir, port)
+	killPostgres9(t, k.dir, k.port)
+	startPostgres(t, k.dir, k.port)
 	ctx := context.Background()
 	apptest.Eventually(t, 30*time.Second, "Postgres answers", func() bool {
 		var held int
@@ -101,7 +109,7 @@ func TestPostgresKilledRightAfterAnswersLosesNothing(t *testing.T) {
 		t.Logf("the restarted Postgres held %d of the %d orders FILLED at first", held, len(ids))
 		return true
 	})
-	checkExactlyOnce(t, svc, svc.App.Sim(), logins, before, f)
+	checkExactlyOnce(t, svc, svc.App.Sim(), logins, k.before, f)
 }
 
 // The projector runs in its own process and is killed with SIGKILL twice while clients place
