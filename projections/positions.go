@@ -28,9 +28,9 @@ import (
 // and moves it forward in one statement; when it does not (a commit that failed after all
 // took effect, another consumer of the same partition), the transaction is rolled back and
 // the batch ends with batch.ErrResume: the session starts again from what the store says,
-// never from memory. A position this process does not know (after a failed transaction) is
-// read in the transaction, and one found behind the batch's first message is the same case:
-// what lies between was never applied by this session.
+// never from memory. A position this process no longer knows (after a failed transaction) is
+// read in the transaction, and one found below what this process had committed is the same
+// case.
 //
 // A writer may commit asynchronously (the trading projection: postgres.Config.AsyncCommit),
 // and then a crash of Postgres takes back its last commits, positions with writes, as a
@@ -48,8 +48,13 @@ type Positions struct {
 	next map[topicPartition]int64 // what this process last read or wrote; absent: unknown
 	// held: partitions whose messages past next were all copies of what was applied already
 	// (they changed nothing, so no transaction moved the position over them), since when.
-	held    map[topicPartition]time.Time
-	rewound chan struct{} // closed when Watch finds the store behind next (then replaced)
+	held map[topicPartition]time.Time
+	// floor: partitions this process no longer knows (forget, after a failed transaction),
+	// and the position it knew: the store never stands below it unless it took commits back.
+	floor map[topicPartition]int64
+	// rewinding: partitions Watch found behind, until a session loads them again.
+	rewinding map[topicPartition]bool
+	rewound   chan struct{} // closed when Watch finds the store behind next or floor (then replaced)
 	onLoad  func()
 }
 
@@ -61,7 +66,7 @@ type topicPartition struct {
 // NewPositions keeps the positions of projection name.
 func NewPositions(pool *pgxpool.Pool, name string) *Positions {
 	return &Positions{pool: pool, name: name, next: map[topicPartition]int64{}, held: map[topicPartition]time.Time{},
-		rewound: make(chan struct{})}
+		floor: map[topicPartition]int64{}, rewinding: map[topicPartition]bool{}, rewound: make(chan struct{})}
 }
 
 // OnLoad sets what Load calls first, at every consumer session's start: what the writer
@@ -96,7 +101,11 @@ func (p *Positions) Watch(ctx context.Context, interval time.Duration, log *slog
 // only puts the store further ahead: a stored position behind is one the store lost.
 func (p *Positions) check(ctx context.Context) ([]string, error) {
 	p.mu.Lock()
-	mine := maps.Clone(p.next)
+	mine := maps.Clone(p.floor)
+	maps.Copy(mine, p.next)
+	for tp := range p.rewinding {
+		delete(mine, tp)
+	}
 	p.mu.Unlock()
 	if len(mine) == 0 {
 		return nil, nil
@@ -127,6 +136,10 @@ func (p *Positions) check(ctx context.Context) ([]string, error) {
 	defer p.mu.Unlock()
 	names := make([]string, len(behind))
 	for i, tp := range behind {
+		// Until the next session loads it, a batch of this one that reads the position finds
+		// it below the floor, and ends the session itself.
+		p.floor[tp] = mine[tp]
+		p.rewinding[tp] = true
 		delete(p.next, tp)
 		delete(p.held, tp)
 		names[i] = fmt.Sprintf("%s/%d", tp.topic, tp.partition)
@@ -155,6 +168,8 @@ func (p *Positions) Load(ctx context.Context, topic string, partitions []int32) 
 	for _, part := range partitions {
 		tp := topicPartition{topic, part}
 		delete(p.held, tp)
+		delete(p.floor, tp)
+		delete(p.rewinding, tp)
 		if next, ok := out[part]; ok {
 			p.next[tp] = next
 		} else {
@@ -230,7 +245,7 @@ var errPositionsMoved = errors.New("projections: the stored positions are not wh
 // Messages without a topic (not read from the log: a replay tool, a test) are kept and move
 // nothing. A partition whose position this process does not know is read first, in tx.
 func (p *Positions) plan(ctx context.Context, tx querier, msgs []batch.Message) ([]batch.Message, *advance, error) {
-	first, last := map[topicPartition]int64{}, map[topicPartition]int64{}
+	last := map[topicPartition]int64{}
 	var order []topicPartition
 	for _, m := range msgs {
 		if m.Topic == "" {
@@ -239,22 +254,12 @@ func (p *Positions) plan(ctx context.Context, tx querier, msgs []batch.Message) 
 		tp := topicPartition{m.Topic, m.Partition}
 		if _, ok := last[tp]; !ok {
 			order = append(order, tp)
-			first[tp] = m.Offset
 		}
-		first[tp], last[tp] = min(first[tp], m.Offset), max(last[tp], m.Offset)
+		last[tp] = max(last[tp], m.Offset)
 	}
-	known, read, err := p.known(ctx, tx, order)
+	known, err := p.known(ctx, tx, order)
 	if err != nil {
 		return nil, nil, err
-	}
-	for _, tp := range read {
-		// Read from the store: one behind the batch's first message was taken back after
-		// this session had moved on (or was left behind copies, Positions.hold): what lies
-		// between must be read again.
-		if from := known[tp]; from >= 0 && from < first[tp] {
-			return nil, nil, fmt.Errorf("%w (%s/%d stored at %d, the batch starts at %d)", errPositionsMoved,
-				tp.topic, tp.partition, from, first[tp])
-		}
 	}
 	kept := msgs[:0:0]
 	for _, m := range msgs {
@@ -274,21 +279,28 @@ func (p *Positions) plan(ctx context.Context, tx querier, msgs []batch.Message) 
 	return kept, adv, nil
 }
 
-// known returns where each partition stands: from memory, or read in tx (those are read).
-func (p *Positions) known(ctx context.Context, tx querier, tps []topicPartition) (_ map[topicPartition]int64, read []topicPartition, _ error) {
+// known returns where each partition stands: from memory, or read in tx. A position read
+// below the floor this process knew (it committed that far) was taken back by the store
+// (Postgres lost its last commits): errPositionsMoved, so that the session starts again from
+// the store rather than go on past what was taken back.
+func (p *Positions) known(ctx context.Context, tx querier, tps []topicPartition) (map[topicPartition]int64, error) {
 	out := make(map[topicPartition]int64, len(tps))
 	var unknown []topicPartition
+	floors := map[topicPartition]int64{}
 	p.mu.Lock()
 	for _, tp := range tps {
 		if next, ok := p.next[tp]; ok {
 			out[tp] = next
 		} else {
 			unknown = append(unknown, tp)
+			if f, ok := p.floor[tp]; ok {
+				floors[tp] = f
+			}
 		}
 	}
 	p.mu.Unlock()
 	if len(unknown) == 0 {
-		return out, nil, nil
+		return out, nil
 	}
 	topics, parts := make([]string, len(unknown)), make([]int32, len(unknown))
 	for i, tp := range unknown {
@@ -299,18 +311,27 @@ func (p *Positions) known(ctx context.Context, tx querier, tps []topicPartition)
 		JOIN unnest($2::text[], $3::int[]) AS x(topic, partition) USING (topic, partition)
 		WHERE o.projection = $1 FOR UPDATE OF o`, p.name, topics, parts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read positions of %s: %w", p.name, err)
+		return nil, fmt.Errorf("read positions of %s: %w", p.name, err)
 	}
 	for rows.Next() {
 		var tp topicPartition
 		var next int64
 		if err := rows.Scan(&tp.topic, &tp.partition, &next); err != nil {
 			rows.Close()
-			return nil, nil, err
+			return nil, err
 		}
 		out[tp] = next
 	}
-	return out, unknown, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for tp, f := range floors {
+		if out[tp] < f {
+			return nil, fmt.Errorf("%w (%s/%d stored at %d, this process had committed up to %d)", errPositionsMoved,
+				tp.topic, tp.partition, out[tp], f)
+		}
+	}
+	return out, nil
 }
 
 // queue adds the check-and-advance statement to b: it moves each position that stands where
@@ -395,6 +416,7 @@ func (p *Positions) committed(adv *advance) {
 		tp := topicPartition{topic, adv.partitions[i]}
 		p.next[tp] = adv.next[i]
 		delete(p.held, tp)
+		delete(p.floor, tp)
 	}
 }
 
@@ -408,6 +430,9 @@ func (p *Positions) forget(adv *advance) {
 	defer p.mu.Unlock()
 	for i, topic := range adv.topics {
 		tp := topicPartition{topic, adv.partitions[i]}
+		if next, ok := p.next[tp]; ok {
+			p.floor[tp] = next
+		}
 		delete(p.next, tp)
 		delete(p.held, tp)
 	}

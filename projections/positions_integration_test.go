@@ -102,9 +102,10 @@ func TestPositionsMoveOnlyFromWhereTheStoreStands(t *testing.T) {
 // TestPositionsFindTheStoreBehindWhatTheyCommitted plays what a crash of Postgres does to a
 // writer that commits asynchronously: the store stands some commits back. check finds the
 // partition behind what this process committed, forgets it and closes Rewound (the consumer
-// ends its session); a batch past the stored position, read from the store, is refused as
-// moved (what lies between must be read again); the batch from the stored position applies;
-// and a new session's Load calls OnLoad first.
+// ends its session) once; a batch of the old session, which reads the position from the
+// store, finds it below what this process committed and is refused as moved (it would go on
+// past what was taken back); the batch from the stored position applies; and a new session's
+// Load calls OnLoad first.
 func TestPositionsFindTheStoreBehindWhatTheyCommitted(t *testing.T) {
 	ctx := context.Background()
 	pool := testenv.MigratedPG(t)
@@ -151,6 +152,9 @@ func TestPositionsFindTheStoreBehindWhatTheyCommitted(t *testing.T) {
 	if closed(p.Rewound()) {
 		t.Fatal("Rewound after the rewind: a closed channel, want a new one")
 	}
+	if behind, err := p.check(ctx); err != nil || len(behind) != 0 || closed(p.Rewound()) {
+		t.Fatalf("check again before the next session loads the partition: behind %v (%v); want nothing new", behind, err)
+	}
 	// The session that had moved on would apply offset 3 next; the store says 1.
 	err = applyPositioned(ctx, pool, p, at(0, 3), &pgx.Batch{})
 	if !errors.Is(err, errPositionsMoved) || !errors.Is(err, batch.ErrResume) {
@@ -168,5 +172,40 @@ func TestPositionsFindTheStoreBehindWhatTheyCommitted(t *testing.T) {
 	}
 	if got := stored(); got != 4 {
 		t.Fatalf("stored position %d after the batch from the store, want 4", got)
+	}
+}
+
+// TestPositionsReadAfterAFailureStopBelowWhatWasCommitted: after a failed transaction the
+// process reads its position from the store again, and goes on from it (messages it never
+// applied, parked ones say, stay behind it), unless the store stands below what this process
+// had committed: then the store took commits back, and the batch is refused as moved.
+func TestPositionsReadAfterAFailureStopBelowWhatWasCommitted(t *testing.T) {
+	ctx := context.Background()
+	pool := testenv.MigratedPG(t)
+	const name = "test.floor"
+	p := NewPositions(pool, name)
+	if err := applyPositioned(ctx, pool, p, at(0, 0, 1, 2), &pgx.Batch{}); err != nil {
+		t.Fatal(err)
+	}
+	fail := func(offset int64) {
+		t.Helper()
+		b := &pgx.Batch{}
+		b.Queue(`SELECT 1 / 0`)
+		if err := applyPositioned(ctx, pool, p, at(0, offset), b); err == nil || errors.Is(err, batch.ErrResume) {
+			t.Fatalf("a failing statement: %v, want a plain failure", err)
+		}
+	}
+	fail(3)
+	// Offset 3 was parked: the next batch starts at 4, the store stands at 3, as committed.
+	if err := applyPositioned(ctx, pool, p, at(0, 4), &pgx.Batch{}); err != nil {
+		t.Fatalf("a batch past a parked message: %v", err)
+	}
+	fail(5)
+	if _, err := pool.Exec(ctx, `UPDATE rm.projection_offsets SET next_offset = 2 WHERE projection = $1`, name); err != nil {
+		t.Fatal(err)
+	}
+	err := applyPositioned(ctx, pool, p, at(0, 5), &pgx.Batch{})
+	if !errors.Is(err, errPositionsMoved) || !errors.Is(err, batch.ErrResume) {
+		t.Fatalf("the store below what this process committed (5): %v, want errPositionsMoved and batch.ErrResume", err)
 	}
 }
