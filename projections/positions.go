@@ -55,7 +55,7 @@ type Positions struct {
 	// rewinding: partitions Watch found behind, until a session loads them again.
 	rewinding map[topicPartition]bool
 	rewound   chan struct{} // closed when Watch finds the store behind next or floor (then replaced)
-	onLoad  func()
+	onLoad    func()
 }
 
 type topicPartition struct {
