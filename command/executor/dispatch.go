@@ -38,7 +38,14 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 	for i := range ops {
 		x.cfg.Stage("picked", time.Duration(now.UnixMilli()-ops[i].requestedAt)*time.Millisecond)
 	}
-	known, recorded, err := x.store.claim(ctx, ops, func(o *operation) bool { return x.sureToSend(o, now) }, now)
+	// The claim outlives a stop that comes while it runs (within flushTimeout): cut short, its
+	// statement may commit all the same, unknown to this executor, which would then neither
+	// send nor release those rows, and the next owner would take them for a send this
+	// executor died in (IN_DOUBT, then REJECTED "did not execute": an acknowledged order
+	// never tried). Finished, its rows are known, and the stop releases them (below).
+	cctx, claimed := outliving(ctx, flushTimeout)
+	known, recorded, err := x.store.claim(cctx, ops, func(o *operation) bool { return x.sureToSend(o, now) }, now)
+	claimed()
 	x.cfg.Stage("claimed", time.Since(now))
 	if err != nil {
 		if ctx.Err() != nil {
