@@ -92,7 +92,7 @@ type Records struct {
 // The RESULT answer saves the wait for the disk (docs/benchmarks.md).
 const (
 	syncCommit  = ``
-	asyncCommit = `, (SELECT set_config('synchronous_commit', 'off', true)) AS async`
+	asyncCommit = `, ` + postgres.AsyncCommitItem
 )
 
 // roundCommit is the commit of an insert round of the records tried: asynchronous when each

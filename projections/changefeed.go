@@ -141,13 +141,7 @@ func NewChangeFeed(cfg ChangeFeedConfig) (*ChangeFeed, error) {
 func (f *ChangeFeed) Run(ctx context.Context) error {
 	defer f.stop()
 	if f.cfg.MaxLag > 0 {
-		watchCtx, cancel := context.WithCancel(ctx)
-		watched := make(chan struct{})
-		go func() {
-			defer close(watched)
-			f.watchLag(watchCtx)
-		}()
-		defer func() { cancel(); <-watched }()
+		defer wait.Beside(ctx, f.watchLag)()
 	}
 	failures := 0
 	for ctx.Err() == nil {
@@ -316,13 +310,22 @@ func (f *ChangeFeed) rewind(ctx context.Context, conn *pgx.Conn) error {
 	if err := conn.QueryRow(ctx, `SELECT pg_postmaster_start_time()`).Scan(&started); err != nil {
 		return fmt.Errorf("postgres start time: %w", err)
 	}
+	f.mu.Lock()
+	first := f.started.IsZero()
+	if first {
+		f.started = started // the first connection: position has just read the heads
+	}
+	f.mu.Unlock()
+	if first {
+		return nil
+	}
 	heads, err := readHeads(ctx, conn)
 	if err != nil {
 		return fmt.Errorf("heads: %w", err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	restarted := !f.started.IsZero() && !started.Equal(f.started)
+	restarted := !started.Equal(f.started)
 	f.started = started
 	back := map[int32]bool{}
 	for part, last := range f.last {

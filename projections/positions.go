@@ -286,7 +286,7 @@ func (p *Positions) plan(ctx context.Context, tx querier, msgs []batch.Message) 
 func (p *Positions) known(ctx context.Context, tx querier, tps []topicPartition) (map[topicPartition]int64, error) {
 	out := make(map[topicPartition]int64, len(tps))
 	var unknown []topicPartition
-	floors := map[topicPartition]int64{}
+	var floors map[topicPartition]int64 // of the unknown ones, rarely any
 	p.mu.Lock()
 	for _, tp := range tps {
 		if next, ok := p.next[tp]; ok {
@@ -294,6 +294,9 @@ func (p *Positions) known(ctx context.Context, tx querier, tps []topicPartition)
 		} else {
 			unknown = append(unknown, tp)
 			if f, ok := p.floor[tp]; ok {
+				if floors == nil {
+					floors = map[topicPartition]int64{}
+				}
 				floors[tp] = f
 			}
 		}

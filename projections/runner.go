@@ -12,6 +12,7 @@ import (
 	"tradesvc/events"
 	"tradesvc/infra/kafka/batch"
 	"tradesvc/infra/postgres"
+	"tradesvc/infra/wait"
 )
 
 // Projection is a consumer of the log that applies batches to a read model.
@@ -97,17 +98,17 @@ func Run(ctx context.Context, src Source, name string, p Projection) error {
 	for _, t := range p.Topics() {
 		topics = append(topics, src.TopicPrefix+t.Name)
 	}
-	var wait, fetchWait time.Duration
+	var maxWait, fetchWait time.Duration
 	var fetchMin int32
 	apply := p.Apply
 	var paced *combiner
 	if b, ok := p.(Batching); ok {
-		wait = b.MaxWait()
-		if wait > pacedFill {
-			paced = &combiner{pace: wait}
+		maxWait = b.MaxWait()
+		if maxWait > pacedFill {
+			paced = &combiner{pace: maxWait}
 			apply = func(ctx context.Context, msgs []batch.Message) error { return paced.combine(ctx, msgs, p.Apply) }
 			// Off the latency path: a fetch waits for 64 KiB or half the pace.
-			wait, fetchWait, fetchMin = pacedFill, wait/2, 64<<10
+			maxWait, fetchWait, fetchMin = pacedFill, maxWait/2, 64<<10
 		}
 	}
 	cfg := batch.Config{
@@ -115,7 +116,7 @@ func Run(ctx context.Context, src Source, name string, p Projection) error {
 		Group:      src.TopicPrefix + name,
 		Topics:     topics,
 		MaxBatch:   5000,
-		MaxWait:    wait,
+		MaxWait:    maxWait,
 		FetchWait:  fetchWait,
 		FetchMin:   fetchMin,
 		Sarama:     src.Sarama,
@@ -152,13 +153,7 @@ func Run(ctx context.Context, src Source, name string, p Projection) error {
 		cfg.Observer = src.Observe(name)
 	}
 	if w, ok := p.(Watching); ok {
-		wctx, cancel := context.WithCancel(ctx)
-		watched := make(chan struct{})
-		go func() {
-			defer close(watched)
-			w.Watch(wctx)
-		}()
-		defer func() { cancel(); <-watched }()
+		defer wait.Beside(ctx, w.Watch)()
 	}
 	err := batch.Run(ctx, cfg, apply)
 	// No write of the projection outlives it: the rounds owed to consumers that stopped.

@@ -358,13 +358,10 @@ func (s *executions) decided(ctx context.Context, ds []decision) error {
 	// loses is only a record missing its outcome, which a redelivered command or a retry
 	// reconciles (reporting the same outcome again). The sent rows (claim) stay synchronous:
 	// losing one could send twice.
-	// One statement, its own transaction: set_config(…, true) turns synchronous commit off for
-	// that transaction alone, and the commit at its end reads it (no BEGIN, SET LOCAL, COMMIT).
 	_, err := s.pool.Exec(ctx, `INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at, outcome, decided_at)
 		SELECT id, attempt, login, tag, kind, sent_at, outcome::jsonb, decided_at
 		FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::timestamptz[])
-		  AS d(id, attempt, login, tag, kind, sent_at, outcome, decided_at),
-		  (SELECT set_config('synchronous_commit', 'off', true)) AS async
+		  AS d(id, attempt, login, tag, kind, sent_at, outcome, decided_at), `+postgres.AsyncCommitItem+`
 		ON CONFLICT (operation_id, attempt) DO UPDATE SET outcome = EXCLUDED.outcome, decided_at = EXCLUDED.decided_at`,
 		ids, attempts, logins, tags, kinds, sentAt, outcomes, decidedAt)
 	if err != nil {

@@ -5,9 +5,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"tradesvc/events"
 	"tradesvc/infra/testenv"
 )
+
+// testExecutions is an executions store on a migrated test database, and its pool.
+func testExecutions(t *testing.T) (*executions, *pgxpool.Pool) {
+	t.Helper()
+	pool := testenv.MigratedPG(t)
+	s, err := newExecutions(pool, testenv.Logger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, pool
+}
 
 // Two decisions of one attempt in one store (an outcome and the reconciled copy a redelivered
 // command made while the first was being appended): the row keeps the later, and the other
@@ -17,10 +30,7 @@ import (
 // second time" for hundreds of them).
 func TestExecutionsStoreTwoDecisionsOfOneAttempt(t *testing.T) {
 	ctx := context.Background()
-	s, err := newExecutions(testenv.MigratedPG(t), testenv.Logger())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := testExecutions(t)
 	at := time.UnixMilli(1_800_000_000_000)
 	a, b := placeOrder("twice"), placeOrder("once")
 	twice, once := &a, &b
@@ -51,11 +61,7 @@ func TestExecutionsStoreTwoDecisionsOfOneAttempt(t *testing.T) {
 // later redelivery finds the row as usual.
 func TestExecutionsClaimAfterAFailedClaimThatCommitted(t *testing.T) {
 	ctx := context.Background()
-	pool := testenv.MigratedPG(t)
-	s, err := newExecutions(pool, testenv.Logger())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, pool := testExecutions(t)
 	ops := []operation{placeOrder("mine"), placeOrder("theirs")}
 	all := func(*operation) bool { return true }
 	failedAt := time.Now() // nanoseconds: Postgres keeps microseconds
@@ -107,11 +113,7 @@ func placeOrder(id string) operation {
 // comes back, to have its record stored again before it is claimed; the statement stores none.
 func TestClaimRecordsAnOperationWhoseRecordNamesItInOneStatement(t *testing.T) {
 	ctx := context.Background()
-	pool := testenv.MigratedPG(t)
-	s, err := newExecutions(pool, testenv.Logger())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, pool := testExecutions(t)
 	withRecord := func(id string) operation {
 		o := placeOrder(id)
 		o.op.ClientOrderID, o.op.Requester.APIKeyID, o.ownRecord = "c-"+id, 1, true

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/apd/v3"
 
+	"tradesvc/command"
 	"tradesvc/events"
 	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
@@ -95,9 +96,6 @@ var requests = map[string]func(ev events.Event, o *operation) error{
 	},
 }
 
-// maxClientOrderID is the longest client order id an idempotency record holds (characters).
-const maxClientOrderID = 36
-
 // newOperation reads a command event. ok is false for events the executor does not send.
 func newOperation(env events.Envelope, ev events.Event) (o operation, ok bool) {
 	build, ok := requests[ev.EventType()]
@@ -108,7 +106,7 @@ func newOperation(env events.Envelope, ev events.Event) (o operation, ok bool) {
 	head, _ := trading.RequestOf(cmd)
 	o.op, o.kind, o.typ, o.requestedAt, o.env = *cmd.OperationHeader(), head.Kind, head.Type, env.OccurredAt, env
 	coid := utf8.RuneCountInString(o.op.ClientOrderID)
-	o.ownRecord = head.SweepID == "" && o.op.Requester.APIKeyID != 0 && coid >= 1 && coid <= maxClientOrderID
+	o.ownRecord = head.SweepID == "" && o.op.Requester.APIKeyID != 0 && coid >= 1 && coid <= command.MaxClientOrderIDLen
 	err := build(ev, &o)
 	o.req.Login = o.op.Login
 	if len([]rune(o.op.Tag)) != trading.TagLen {

@@ -87,6 +87,13 @@ func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
+// AsyncCommitItem is a FROM item that turns synchronous commit off for the transaction of the
+// statement that lists it: set_config(…, true) holds for that transaction alone, and a
+// statement outside BEGIN … COMMIT is its own transaction, whose commit reads it (no BEGIN,
+// SET LOCAL, COMMIT round trips). For one statement's commit on a pool that otherwise
+// commits synchronously.
+const AsyncCommitItem = `(SELECT set_config('synchronous_commit', 'off', true)) AS async`
+
 // NeverSent reports the errors of a statement that never reached Postgres: a connection that
 // could not be made, or one that failed before anything was written to it.
 func NeverSent(err error) bool {

@@ -46,3 +46,15 @@ func Every(ctx context.Context, period time.Duration, f func()) {
 		}
 	}
 }
+
+// Beside runs fn in a goroutine of its own, on a context that ends with ctx; stop ends that
+// context and waits for fn to return (call it before what fn works beside ends).
+func Beside(ctx context.Context, fn func(context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(ctx)
+	}()
+	return func() { cancel(); <-done }
+}

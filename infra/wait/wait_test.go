@@ -45,3 +45,27 @@ func TestEveryCallsUntilItsContextEnds(t *testing.T) {
 		t.Fatalf("Every called f %d times before its context ended, want 3", calls)
 	}
 }
+
+// Beside runs its function on a context that ends with the caller's, and stop ends that
+// context and returns only once the function has returned.
+func TestBesideStopsAndWaitsForItsFunction(t *testing.T) {
+	started, returned := make(chan struct{}), make(chan struct{})
+	stop := Beside(context.Background(), func(ctx context.Context) {
+		close(started)
+		<-ctx.Done()
+		close(returned)
+	})
+	<-started
+	stop()
+	select {
+	case <-returned:
+	default:
+		t.Fatal("stop returned before the function did")
+	}
+	parent, cancel := context.WithCancel(context.Background())
+	ended := make(chan struct{})
+	stop = Beside(parent, func(ctx context.Context) { <-ctx.Done(); close(ended) })
+	cancel()
+	<-ended // the parent's end reaches the function
+	stop()
+}
