@@ -40,6 +40,7 @@ type partState struct {
 	claimedAt    time.Time
 	appliedAt    time.Time // wall time of the last applied batch
 	logTime      time.Time // log time of the last applied message
+	caughtUpAt   time.Time // when a reading of the end last found nothing beyond next
 	failingSince time.Time
 	lastErr      string
 }
@@ -58,6 +59,9 @@ const maxMarks = 16
 
 // observe records that the partition's end was hwm at now.
 func (p *partState) observe(hwm int64, now time.Time) {
+	if p.next >= 0 && hwm <= p.next {
+		p.caughtUpAt = now
+	}
 	if p.next < 0 || hwm <= p.next || len(p.marks) > 0 && p.marks[len(p.marks)-1].hwm >= hwm {
 		return
 	}
@@ -164,8 +168,9 @@ type ConsumerStatus struct {
 	Partitions int `json:"partitions"`
 	// LagEvents is how many messages of its partitions it has not applied yet.
 	LagEvents int64 `json:"lagEvents"`
-	// LagSeconds is how old the newest message it applied was when it fell behind: an upper
-	// bound on the age of the oldest message it has not applied (0 when caught up).
+	// LagSeconds is the time since the later of the newest message it applied and the last
+	// reading of the end that found it caught up: an upper bound on the age of the oldest
+	// message it has not applied (0 when caught up).
 	LagSeconds float64 `json:"lagSeconds"`
 	// Stuck: behind or failing, without progress for longer than the stall bound;
 	// StuckBecause says how.
@@ -205,11 +210,22 @@ func (c *Consumers) Status(now time.Time, stall time.Duration) map[string]Consum
 				progress = p.claimedAt
 			}
 			if lag > 0 {
+				// Every message not applied came after the last one applied, and after the last
+				// reading that found the partition caught up.
 				since := p.logTime
 				if since.IsZero() {
 					since = progress
 				}
+				if p.caughtUpAt.After(since) {
+					since = p.caughtUpAt
+				}
 				st.LagSeconds = max(st.LagSeconds, now.Sub(since).Seconds())
+				// Stalled since the later of its last progress and the first sight of a message
+				// it has not applied: a partition idle for long is not stuck the moment a
+				// message arrives, before its next batch could apply it.
+				if len(p.marks) > 0 && p.marks[0].at.After(progress) {
+					progress = p.marks[0].at
+				}
 				if now.Sub(progress) > stall {
 					st.Stuck = true
 					why = fmt.Sprintf("%d messages behind on %s/%d with nothing applied for %s", lag, k.topic, k.partition,

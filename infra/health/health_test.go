@@ -198,6 +198,33 @@ func TestConsumersLagStuckAndParked(t *testing.T) {
 	}
 }
 
+// A partition idle for long is not stuck the moment a message arrives: its stall counts from
+// the first sight of the message, not from the last batch it applied an hour before.
+func TestConsumersIdlePartitionIsNotStuckWhenAMessageArrives(t *testing.T) {
+	clk := testenv.NewClock(time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC))
+	c := health.NewConsumers(clk.Now, nil)
+	o := c.Observer("projection.clickhouse.deals")
+	o.Claimed("t", 6, 10, 10)
+	o.Applied("t", 6, 1, 10, clk.Now(), 11)
+	clk.Add(time.Hour)         // idle for an hour
+	c.SetHighWater("t", 6, 11) // the Kafka probe finds it caught up
+	c.SetHighWater("t", 6, 23) // then, at its next reading, 12 new messages
+	clk.Add(3 * time.Second)   // the projection batches for up to 3 s
+	st := c.Status(clk.Now(), 30*time.Second)["projection.clickhouse.deals"]
+	if st.LagEvents != 12 || st.Stuck || st.LagSeconds != 3 {
+		t.Fatalf("12 messages seen 3 s ago after an hour idle: %+v, want behind by 12 for 3 s, not stuck", st)
+	}
+	clk.Add(28 * time.Second) // 31 s since they were first seen, none applied
+	st = c.Status(clk.Now(), 30*time.Second)["projection.clickhouse.deals"]
+	if !st.Stuck || !strings.Contains(st.StuckBecause, "12 messages behind on t/6 with nothing applied for 31s") {
+		t.Fatalf("12 messages seen 31 s ago, none applied: %+v, want stuck for 31s", st)
+	}
+	o.Applied("t", 6, 12, 22, clk.Now(), 23)
+	if st = c.Status(clk.Now(), 30*time.Second)["projection.clickhouse.deals"]; st.Stuck || st.LagEvents != 0 {
+		t.Fatalf("after applying them: %+v", st)
+	}
+}
+
 // A consumer is behind since the tracker first knew of a message it has not applied: the end
 // seen beyond what it applied dates the oldest such message, and applying past it moves the
 // date to the next end seen, or clears it. Being idle for long is not lagging.
