@@ -92,13 +92,12 @@ type ChangeFeed struct {
 
 	mu         sync.Mutex
 	last       map[int32]int64 // per partition, the last row dispatched
-	positioned bool
 	stopped    bool
 	watchers   map[string]map[chan query.OperationState]struct{}
 	recent     recentStates
 	subs       map[*Subscription]struct{}
 	observers  []func(query.Change)
-	started    time.Time // when Postgres started, as of the last connection (rewind)
+	started    time.Time // when Postgres started, as of the last connection (connected)
 	live       bool      // a session reads the feed
 	lastErr    error     // why the last session ended
 	stateSince time.Time // when live or lastErr last changed (or the feed was built)
@@ -193,10 +192,7 @@ func (f *ChangeFeed) session(ctx context.Context) (healthy bool, err error) {
 	if f.cfg.OnReference != nil {
 		f.cfg.OnReference(RefAll) // what changed while disconnected was not heard
 	}
-	if err := f.position(ctx, conn); err != nil {
-		return false, err
-	}
-	if err := f.rewind(ctx, conn); err != nil {
+	if err := f.connected(ctx, conn); err != nil {
 		return false, err
 	}
 	poll := time.Now()
@@ -274,50 +270,20 @@ func (f *ChangeFeed) Publish(part int32, rows []query.Change) {
 	}
 }
 
-// position starts the feed at the head of every partition, once: after a reconnection it goes
-// on from where it stood, so nothing committed meanwhile is missed.
-func (f *ChangeFeed) position(ctx context.Context, conn *pgx.Conn) error {
-	f.mu.Lock()
-	done := f.positioned
-	f.mu.Unlock()
-	if done {
-		return nil
-	}
-	heads, err := readHeads(ctx, conn)
-	if err != nil {
-		return fmt.Errorf("position: %w", err)
-	}
-	f.mu.Lock()
-	for part, seq := range heads {
-		f.last[part] = max(f.last[part], seq)
-	}
-	f.positioned = true
-	f.mu.Unlock()
-	f.readyOnce.Do(func() { close(f.ready) })
-	return nil
-}
-
-// rewind, at every connection, checks that the store still holds what the feed dispatched.
-// The trading projection commits asynchronously (TradingConfig.Pool): a crash of Postgres
-// takes back its last commits, change rows included, and it applies them again from the log,
-// numbering their rows anew from the heads the crash left. So when Postgres restarted (its
-// start time changed since the last connection) or a partition's head stands below the last
-// row dispatched, the subscriptions that may have seen rows taken back end with
-// ErrStoreRestarted (their clients resnapshot), and a partition found behind is read again
-// from its head, so that waiters hear of the operations as applied again.
-func (f *ChangeFeed) rewind(ctx context.Context, conn *pgx.Conn) error {
+// connected, at every connection, reads Postgres' start time and the partitions' heads. The
+// first time it starts the feed at the heads: after a reconnection it goes on from where it
+// stood, so nothing committed meanwhile is missed. Every later time it checks that the store
+// still holds what the feed dispatched. The trading projection commits asynchronously
+// (TradingConfig.Pool): a crash of Postgres takes back its last commits, change rows included,
+// and it applies them again from the log, numbering their rows anew from the heads the crash
+// left. So when Postgres restarted (its start time changed since the last connection) or a
+// partition's head stands below the last row dispatched, the subscriptions that may have seen
+// rows taken back end with ErrStoreRestarted (their clients resnapshot), and a partition found
+// behind is read again from its head, so that waiters hear of the operations as applied again.
+func (f *ChangeFeed) connected(ctx context.Context, conn *pgx.Conn) error {
 	var started time.Time
 	if err := conn.QueryRow(ctx, `SELECT pg_postmaster_start_time()`).Scan(&started); err != nil {
 		return fmt.Errorf("postgres start time: %w", err)
-	}
-	f.mu.Lock()
-	first := f.started.IsZero()
-	if first {
-		f.started = started // the first connection: position has just read the heads
-	}
-	f.mu.Unlock()
-	if first {
-		return nil
 	}
 	heads, err := readHeads(ctx, conn)
 	if err != nil {
@@ -325,6 +291,14 @@ func (f *ChangeFeed) rewind(ctx context.Context, conn *pgx.Conn) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.started.IsZero() { // the first connection
+		for part, seq := range heads {
+			f.last[part] = max(f.last[part], seq)
+		}
+		f.started = started
+		f.readyOnce.Do(func() { close(f.ready) })
+		return nil
+	}
 	restarted := !started.Equal(f.started)
 	f.started = started
 	back := map[int32]bool{}

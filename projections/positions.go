@@ -110,22 +110,13 @@ func (p *Positions) check(ctx context.Context) ([]string, error) {
 	if len(mine) == 0 {
 		return nil, nil
 	}
-	rows, err := p.pool.Query(ctx, `SELECT topic, partition, next_offset FROM rm.projection_offsets WHERE projection = $1`, p.name)
+	stored, err := tableOffsets(ctx, p.pool, p.name)
 	if err != nil {
-		return nil, err
-	}
-	stored := map[topicPartition]int64{}
-	var tp topicPartition
-	var next int64
-	if _, err := pgx.ForEachRow(rows, []any{&tp.topic, &tp.partition, &next}, func() error {
-		stored[tp] = next
-		return nil
-	}); err != nil {
 		return nil, err
 	}
 	var behind []topicPartition
 	for tp, n := range mine {
-		if s, ok := stored[tp]; n >= 0 && (!ok || s < n) {
+		if s, ok := stored[TopicPartition{tp.topic, tp.partition}]; n >= 0 && (!ok || s < n) {
 			behind = append(behind, tp)
 		}
 	}

@@ -106,25 +106,37 @@ func tablePositions(ctx context.Context, q PositionsQuerier, prefix, name string
 	if err != nil || !exists {
 		return nil, false, err
 	}
-	rows, err = q.Query(ctx, `SELECT topic, partition, next_offset FROM rm.projection_offsets WHERE projection = $1`, name)
+	stored, err := tableOffsets(ctx, q, name)
 	if err != nil {
-		return nil, false, fmt.Errorf("stored positions of %s: %w", name, err)
+		return nil, false, err
 	}
 	pos := LogPositions{}
-	var topic string
-	var partition int32
-	var next int64
-	_, err = pgx.ForEachRow(rows, []any{&topic, &partition, &next}, func() error {
-		if !strings.HasPrefix(topic, prefix) {
-			topic = prefix + topic // stored by logical name
+	for tp, next := range stored {
+		if !strings.HasPrefix(tp.Topic, prefix) {
+			tp.Topic = prefix + tp.Topic // stored by logical name
 		}
-		pos[TopicPartition{topic, partition}] = next
-		return nil
-	})
-	if err != nil {
-		return nil, false, fmt.Errorf("stored positions of %s: %w", name, err)
+		pos[tp] = next
 	}
 	return pos, len(pos) > 0, nil
+}
+
+// tableOffsets reads every position projection name stored in rm.projection_offsets, by topic
+// as stored.
+func tableOffsets(ctx context.Context, q PositionsQuerier, name string) (LogPositions, error) {
+	rows, err := q.Query(ctx, `SELECT topic, partition, next_offset FROM rm.projection_offsets WHERE projection = $1`, name)
+	if err != nil {
+		return nil, fmt.Errorf("stored positions of %s: %w", name, err)
+	}
+	pos := LogPositions{}
+	var tp TopicPartition
+	var next int64
+	if _, err := pgx.ForEachRow(rows, []any{&tp.Topic, &tp.Partition, &next}, func() error {
+		pos[tp] = next
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("stored positions of %s: %w", name, err)
+	}
+	return pos, nil
 }
 
 func groupPositions(src Source, group string, topics []events.Topic) (LogPositions, error) {

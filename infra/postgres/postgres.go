@@ -27,7 +27,7 @@ type Config struct {
 	// their writes where they stand in a log that keeps what they applied, check that
 	// position in every transaction, and go back to the stored one after a restart of
 	// Postgres (the trading projection: projections.Positions). Every other pool commits
-	// synchronously: the command side's records must survive a crash once acknowledged.
+	// synchronously, unless a statement turns it off for its own transaction (AsyncCommitItem).
 	AsyncCommit bool
 	// KeyedPlans is for pools whose statements only look rows up by key (the projections'
 	// writes): every prepared statement uses its generic plan, made once per connection
