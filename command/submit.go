@@ -151,18 +151,30 @@ func (c *core) submit(ctx context.Context, ps []prepared) []Outcome {
 				out[i].Err = err
 				continue
 			}
+			if rec.OperationID == recs[i].OperationID && appendErr == nil {
+				// The executor read the command, appended beside this insert, first and stored
+				// its record from it (command/executor/executions.go, claim): it is this one.
+				out[i].Result = fresh(p)
+				continue
+			}
 			out[i].Result, out[i].Err = c.answer(ctx, rec, p.kind, p.base.Login, settleBy)
 		case appendErr != nil:
 			out[i].Err = errQueue
 		default:
-			op, _ := trading.RequestOf(p.evs[0])
-			out[i].Result = Result{Op: op, Digits: p.digits, Fresh: true}
-			if p.adjust != nil {
-				p.adjust(&out[i].Result)
-			}
+			out[i].Result = fresh(p)
 		}
 	}
 	return out
+}
+
+// fresh is the answer of an operation recorded and queued by this request.
+func fresh(p prepared) Result {
+	op, _ := trading.RequestOf(p.evs[0])
+	res := Result{Op: op, Digits: p.digits, Fresh: true}
+	if p.adjust != nil {
+		p.adjust(&res)
+	}
+	return res
 }
 
 // record stores the idempotency records of ps in one statement and appends the command
@@ -183,21 +195,67 @@ func (c *core) record(ctx context.Context, ps []prepared) ([]Record, map[recordK
 		recs[i] = Record{APIKeyID: p.base.Caller.APIKeyID, ClientOrderID: p.base.ClientID.ID, Kind: p.kind,
 			Login: p.base.Login, OperationID: head.OperationID, Tag: head.Tag, Attempt: 1, Envelopes: envs}
 	}
+	if beside(recs) {
+		return c.recordBeside(ctx, ps, recs)
+	}
 	inserted, err := c.records.Insert(ctx, recs)
 	if err != nil {
 		return nil, nil, nil, recordFailed(ctx, err)
 	}
 	c.stages(ps, "recorded")
-	var fresh []events.Envelope
+	var queued []events.Envelope
 	for _, r := range recs {
 		if inserted[r.key()] {
-			fresh = append(fresh, r.Envelopes...)
+			queued = append(queued, r.Envelopes...)
 		}
 	}
 	var appendErr error
-	if len(fresh) > 0 {
-		appendErr = c.log.AppendEnvelopes(ctx, events.TopicCommands(), fresh...)
+	if len(queued) > 0 {
+		appendErr = c.log.AppendEnvelopes(ctx, events.TopicCommands(), queued...)
 		c.stages(ps, "queued")
+	}
+	return recs, inserted, appendErr, nil
+}
+
+// beside reports whether recs' commands are appended beside their records' insert rather
+// than after it: when each record holds one command, which the executor can store again
+// from that command should its insert fail or come later (its claim checks the record, in
+// the same statement, before it sends anything). A sweep's record holds its legs' commands,
+// which no one command can restore: it is stored first.
+func beside(recs []Record) bool {
+	for _, r := range recs {
+		if len(r.Envelopes) != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+// recordBeside stores the records and appends their commands at the same time: the answer
+// waits for the slower of the two round trips instead of both. A record that finds its
+// client order id taken (a retry) leaves its command in the log as an orphan: the executor
+// finds the record naming another operation and appends a void outcome, which no projection
+// applies (command/executor/execute.go). When the insert fails and the append went through,
+// the operation may execute (the executor stores the record from its command): -5009.
+func (c *core) recordBeside(ctx context.Context, ps []prepared, recs []Record) ([]Record, map[recordKey]bool, error, error) {
+	var envs []events.Envelope
+	for _, r := range recs {
+		envs = append(envs, r.Envelopes...)
+	}
+	appended := make(chan error, 1)
+	go func() {
+		err := c.log.AppendEnvelopes(ctx, events.TopicCommands(), envs...)
+		c.stages(ps, "queued")
+		appended <- err
+	}()
+	inserted, err := c.records.Insert(ctx, recs)
+	c.stages(ps, "recorded")
+	appendErr := <-appended
+	switch {
+	case err != nil && appendErr == nil:
+		return nil, nil, nil, errQueue
+	case err != nil:
+		return nil, nil, nil, recordFailed(ctx, err)
 	}
 	return recs, inserted, appendErr, nil
 }

@@ -37,6 +37,11 @@ type ExecutionOutcome struct {
 	// Reconciled: the outcome was derived from the trade server's orders, deals or
 	// positions (after a crash or a send without an answer), not from an in-band answer.
 	Reconciled bool `json:"reconciled,omitempty"`
+	// Void: the operation never existed for clients. Its command was a same-id retry's,
+	// appended beside the idempotency record's insert that found the id bound to an earlier
+	// operation (which answers the retry); the executor never sent it. Projections apply
+	// neither the outcome nor its command; it stays in the log for auditors.
+	Void bool `json:"void,omitempty"`
 	// Code is the service error code for a refusal (negative), 0 on success.
 	Code int `json:"code,omitempty"`
 	// Retcode is the trade server's return code when it answered.

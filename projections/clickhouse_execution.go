@@ -68,6 +68,11 @@ func (p *ExecutionQuality) Topics() []events.Topic {
 // Apply merges the batch's facts into the rows of their operations and writes the rows that
 // changed, in one insert.
 func (p *ExecutionQuality) Apply(ctx context.Context, msgs []batch.Message) error {
+	// An orphan's command (trading_orphans.go) starts no row; its void outcome adds none.
+	msgs, err := unrecorded(ctx, p.ref.pool, msgs, nil, p.now())
+	if err != nil {
+		return fmt.Errorf("execution quality: %w", err)
+	}
 	var facts []execFact
 	for _, m := range msgs {
 		facts = append(facts, execFacts(m)...)

@@ -70,6 +70,7 @@ func (e *eqEnv) msg(ev events.Event, at, ts int64) batch.Message {
 
 func (e *eqEnv) apply(msgs ...batch.Message) {
 	e.t.Helper()
+	recordMessages(e.t, e.pool, msgs)
 	if err := e.p.Apply(e.ctx, msgs); err != nil {
 		e.t.Fatal(err)
 	}

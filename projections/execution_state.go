@@ -108,6 +108,9 @@ func execFacts(m batch.Message) []execFact {
 	}
 	switch e := m.Event.(type) {
 	case *events.ExecutionOutcome:
+		if e.Void {
+			return nil // an orphan's (trading_orphans.go)
+		}
 		return outcomeFacts(e)
 	case *events.ExecutionSent:
 		s := execSent{Attempt: e.Attempt, SentAt: e.SentAt}

@@ -36,6 +36,10 @@ type TradingConfig struct {
 	// each, and the projection applies again what a crash of Postgres took back (Positions,
 	// Watch).
 	Pool *pgxpool.Pool
+	// Records reads the idempotency records (cmd.idempotency): a command read ahead of its
+	// outcome is applied only when its record names it (trading_orphans.go). Default Pool; a
+	// rebuild into a scratch database reads the live ones.
+	Records *pgxpool.Pool
 	// Replaying: a rebuild from the log writes no change-feed rows, so streams and waiters
 	// never see history twice, and keeps no positions (a rebuild applies everything, each
 	// event idempotently).
@@ -104,6 +108,7 @@ func NewTrading(cfg TradingConfig) (*Trading, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	cfg.Records = cmp.Or(cfg.Records, cfg.Pool)
 	if cfg.CommandGrace == 0 && !cfg.Replaying {
 		cfg.CommandGrace = 20 * time.Millisecond
 	}
@@ -194,6 +199,13 @@ func (t *Trading) Apply(ctx context.Context, msgs []batch.Message) error {
 		}
 	}
 	t.graceCommands(ctx, msgs)
+	msgs, err := unrecorded(ctx, t.cfg.Records, msgs, t.seen.command, t.cfg.Now())
+	if err == nil {
+		err = voided(ctx, t.cfg.Pool, msgs)
+	}
+	if err != nil {
+		return fmt.Errorf("trading projection: %w", err)
+	}
 	return t.comb.combine(ctx, msgs, t.apply)
 }
 
@@ -431,6 +443,9 @@ func tradingItems(msgs []batch.Message, seen *seenApplied) ([]*tradingItem, []in
 			continue
 		}
 		out, isOutcome := m.Event.(*events.ExecutionOutcome)
+		if isOutcome && out.Void {
+			continue // an orphan's (trading_orphans.go): neither it nor its command is applied
+		}
 		if isOutcome && out.CommandType != "" {
 			// The command first: its row is complete (kind, request) before the outcome
 			// and the facts are derived, whichever topic's consumer is ahead.

@@ -144,6 +144,7 @@ func TestTradingProjectionAppliesCommandsInOneStatementAsInOrder(t *testing.T) {
 		return batch.Message{Envelope: events.Envelope{Type: ev.EventType()}, Event: ev}
 	}
 	// Stored before: op-a as the skeleton its outcome made, op-b at attempt 1, op-c at attempt 3.
+	recordCommands(t, pool, marketOrder(1001, "op-b", "#CMDB", "1", 1), marketOrder(1001, "op-c", "#CMDC", "1", 3))
 	if err := p.Apply(ctx, []batch.Message{msg(outcomeOf(1001, "op-a", "#CMDA", 1, "FILLED")),
 		msg(marketOrder(1001, "op-b", "#CMDB", "1", 1)), msg(marketOrder(1001, "op-c", "#CMDC", "1", 3))}); err != nil {
 		t.Fatal(err)

@@ -54,6 +54,7 @@ func newFreshProjection(t *testing.T, pool *pgxpool.Pool) *freshProjection {
 
 func (f *freshProjection) apply(t *testing.T, msgs ...batch.Message) error {
 	t.Helper()
+	recordMessages(t, f.pool, msgs)
 	return f.p.Apply(context.Background(), msgs)
 }
 

@@ -92,7 +92,11 @@ func (e *trEnv) append(topic events.Topic, evs ...events.Event) {
 	}
 }
 
-func (e *trEnv) command(evs ...events.Event) { e.t.Helper(); e.append(events.TopicCommands(), evs...) }
+func (e *trEnv) command(evs ...events.Event) {
+	e.t.Helper()
+	recordCommands(e.t, e.pool, evs...)
+	e.append(events.TopicCommands(), evs...)
+}
 func (e *trEnv) outcome(evs ...events.Event) {
 	e.t.Helper()
 	e.append(events.TopicExecutions(), evs...)
@@ -537,7 +541,7 @@ func TestTradingProjectionDerivesEveryStateAndWritesTheChangeFeed(t *testing.T) 
 	t.Run("a replayed projection equals the live one row for row and writes no change rows", func(t *testing.T) {
 		pool2 := testenv.MigratedPG(t)
 		seedDigits(t, pool2)
-		replaying, err := NewTrading(TradingConfig{Pool: pool2, Replaying: true, Logger: testenv.Logger()})
+		replaying, err := NewTrading(TradingConfig{Pool: pool2, Records: e.pool, Replaying: true, Logger: testenv.Logger()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -65,6 +65,7 @@ func TestTradingReaderWindowsAndOrdering(t *testing.T) {
 			Login: 1001, ClientOrderID: "c-" + leg.op, Tag: "#" + leg.op[4:] + "leg00", Attempt: 1,
 			Requester: events.Requester{APIKeyID: 5, ReceivedAt: t0}}, PositionID: leg.pos, SweepID: "sweep-1"}})
 	}
+	recordMessages(t, pool, msgs)
 	if err := p.Apply(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}

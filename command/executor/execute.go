@@ -39,6 +39,11 @@ func (x *Executor) dispatch(ctx context.Context, o *operation) (decision, error)
 	if o.invalid != nil {
 		return decision{outcome: refused(o, trading.StatusRejected, events.CodeInternal, msgBadCommand+o.invalid.Error(), now.UnixMilli())}, nil
 	}
+	if o.void {
+		out := refused(o, trading.StatusRejected, events.CodeClientOrderIDReused, msgVoid, now.UnixMilli())
+		out.Void = true
+		return decision{outcome: out}, nil
+	}
 	if o.superseded {
 		// Its record was lost to a Postgres crash and a retry bound the client order id to
 		// an operation of its own (claimRows): only that one may trade.

@@ -104,20 +104,25 @@ func (s *executions) get(ctx context.Context, k opKey) (e execution, ok bool, er
 // claim reads what cmd.executions knows of ops and, in the same statement, records as sent
 // (synchronous commit, before anything is sent) the ones without a row for which sure holds
 // and whose idempotency record names them (claimRows). It returns the rows that were already
-// there, and the operations it recorded; an operation whose client order id a retry bound to
-// another is marked superseded.
+// there, and the operations it recorded. An operation whose client order id's record names
+// another operation is never sent: an orphan (a retry's command, appended beside its record's
+// insert, which found the id taken: command/submit.go) is marked void, and one whose record a
+// Postgres crash lost and a retry then bound to an operation of its own is marked superseded.
 func (s *executions) claim(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time) (map[opKey]execution, map[opKey]bool, error) {
-	known, recorded, lost, eligible, err := s.claimRows(ctx, ops, sure, at)
-	if err == nil && len(lost) > 0 {
-		// Records a Postgres crash lost (rare) are stored again from their commands, by the
-		// gateway's own store, and those operations are claimed again: each one whose record
-		// now names it is recorded; one that a retry's record names stays lost (superseded).
-		// Should this fail, the first claim's rows are remembered (claimFailed: same time),
-		// so that the redelivered batch sends them.
+	known, recorded, missing, orphans, eligible, err := s.claimRows(ctx, ops, sure, at)
+	superseded := map[opKey]bool{}
+	if err == nil && len(missing) > 0 {
+		// A record not there yet: its gateway appends the command beside the record's insert,
+		// which may still be under way (or failed), or a Postgres crash lost it (rare). It is
+		// stored from the command, by the gateway's own store (an insert under way is waited
+		// for, and wins), and those operations are claimed again: each one whose record now
+		// names it is recorded; one that a retry's record names (after a crash) is superseded.
+		// Should this fail, the first claim's rows are remembered (claimFailed: same time), so
+		// that the redelivered batch sends them.
 		var again []operation
 		var recs []command.Record
 		for _, o := range ops {
-			if lost[o.key()] {
+			if missing[o.key()] {
 				again = append(again, o)
 				recs = append(recs, command.Record{APIKeyID: o.op.Requester.APIKeyID, ClientOrderID: o.op.ClientOrderID,
 					Kind: o.kind, Login: o.op.Login, OperationID: o.op.OperationID, Tag: o.op.Tag, Attempt: o.op.Attempt,
@@ -125,15 +130,23 @@ func (s *executions) claim(ctx context.Context, ops []operation, sure func(*oper
 			}
 		}
 		var known2 map[opKey]execution
-		var recorded2 map[opKey]bool
-		if _, err = s.records.Insert(ctx, recs); err == nil {
-			known2, recorded2, lost, _, err = s.claimRows(ctx, again, sure, at)
+		var recorded2, missing2, other2 map[opKey]bool
+		restored := 0
+		if ins, ierr := s.records.Insert(ctx, recs); ierr != nil {
+			err = ierr
+		} else {
+			restored = len(ins)
+			known2, recorded2, missing2, other2, _, err = s.claimRows(ctx, again, sure, at)
 		}
 		if err == nil {
 			maps.Copy(known, known2)
 			maps.Copy(recorded, recorded2)
-			s.log.Warn("idempotency records lost by Postgres stored again from their commands; retries that bound their ids first are sent instead",
-				"restored", len(recorded2), "superseded", len(lost))
+			maps.Copy(superseded, missing2)
+			maps.Copy(superseded, other2)
+			if restored > 0 || len(superseded) > 0 {
+				s.log.Warn("idempotency records missing (lost by Postgres, or their gateway failed to store them) stored again from their commands; retries that bound their ids first are sent instead",
+					"restored", restored, "superseded", len(superseded))
+			}
 		}
 	}
 	if err != nil {
@@ -144,7 +157,8 @@ func (s *executions) claim(ctx context.Context, ops []operation, sure func(*oper
 		return nil, nil, err
 	}
 	for i := range ops {
-		ops[i].superseded = lost[ops[i].key()]
+		ops[i].superseded = superseded[ops[i].key()]
+		ops[i].void = orphans[ops[i].key()]
 	}
 	s.ownClaims(ops, known, recorded, at)
 	s.analyzer.Added(len(recorded))
@@ -248,7 +262,7 @@ func (s *executions) ownClaims(ops []operation, known map[opKey]execution, recor
 // operation (a retry recorded it first after such a crash), is not recorded: it comes back in
 // lost.
 func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time) (
-	known map[opKey]execution, recorded, lost map[opKey]bool, eligible []bool, err error) {
+	known map[opKey]execution, recorded, lost, orphans map[opKey]bool, eligible []bool, err error) {
 	n := len(ops)
 	ids, tags, kinds, coids := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	attempts, logins, keys := make([]int32, n), make([]int64, n), make([]int64, n)
@@ -285,23 +299,25 @@ func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*
 			RETURNING operation_id, attempt)
 		SELECT operation_id, attempt, sent_at, decided, status, unanswered, decided_at, 'known' FROM ex
 		UNION ALL SELECT operation_id, attempt, $7, false, '', false, $7, 'recorded' FROM ins
-		UNION ALL SELECT w.id, w.attempt, $7, false, '', false, $7, 'lost' FROM want w
+		UNION ALL SELECT w.id, w.attempt, $7, false, '', false, $7,
+			CASE WHEN EXISTS (SELECT 1 FROM cmd.idempotency i WHERE i.api_key_id = w.key AND i.client_order_id = w.coid
+				AND i.created_at > now() - make_interval(secs => $11)) THEN 'other' ELSE 'lost' END FROM want w
 			WHERE NOT EXISTS (SELECT 1 FROM bound b WHERE b.id = w.id)`,
 		ids, attempts, logins, tags, kinds, eligible, at, checked, keys, coids, command.Retention.Seconds())
 	if err != nil {
-		return nil, nil, nil, eligible, fmt.Errorf("read and record executions: %w", err)
+		return nil, nil, nil, nil, eligible, fmt.Errorf("read and record executions: %w", err)
 	}
 	defer rows.Close()
 	known = make(map[opKey]execution, n)
 	recorded = make(map[opKey]bool, n)
-	lost = map[opKey]bool{}
+	lost, orphans = map[opKey]bool{}, map[opKey]bool{}
 	for rows.Next() {
 		var k opKey
 		var attempt int32
 		var e execution
 		var what string
 		if err := rows.Scan(&k.id, &attempt, &e.sentAt, &e.decided, &e.status, &e.unanswered, &e.decidedAt, &what); err != nil {
-			return nil, nil, nil, eligible, fmt.Errorf("read and record executions: %w", err)
+			return nil, nil, nil, nil, eligible, fmt.Errorf("read and record executions: %w", err)
 		}
 		k.attempt = int(attempt)
 		switch what {
@@ -309,14 +325,16 @@ func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*
 			recorded[k] = true
 		case "lost":
 			lost[k] = true
+		case "other":
+			orphans[k] = true
 		default:
 			known[k] = e
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, nil, eligible, fmt.Errorf("read and record executions: %w", err)
+		return nil, nil, nil, nil, eligible, fmt.Errorf("read and record executions: %w", err)
 	}
-	return known, recorded, lost, eligible, nil
+	return known, recorded, lost, orphans, eligible, nil
 }
 
 // decided stores the outcomes of a batch in one statement, once they are in the log. An

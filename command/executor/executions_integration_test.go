@@ -119,13 +119,14 @@ func TestClaimRecordsAnOperationWhoseRecordNamesItInOneStatement(t *testing.T) {
 		o.op.ClientOrderID, o.op.Requester.APIKeyID, o.ownRecord = "c-"+id, 1, true
 		return o
 	}
-	bound, missing := withRecord("bound"), withRecord("missing")
+	bound, missing, orphan := withRecord("bound"), withRecord("missing"), withRecord("orphan")
 	if _, err := pool.Exec(ctx, `INSERT INTO cmd.idempotency (api_key_id, client_order_id, operation, login, operation_id,
-			tag, attempt, request_hash, command, status) VALUES (1, 'c-bound', 'PLACE_ORDER', 1001, 'bound', '#bound', 1, '\x00', '[]', 'QUEUED')`); err != nil {
+			tag, attempt, request_hash, command, status) VALUES (1, 'c-bound', 'PLACE_ORDER', 1001, 'bound', '#bound', 1, '\x00', '[]', 'QUEUED'),
+			(1, 'c-orphan', 'PLACE_ORDER', 1001, 'earlier', '#early', 1, '\x00', '[]', 'QUEUED')`); err != nil {
 		t.Fatal(err)
 	}
 	all := func(*operation) bool { return true }
-	_, recorded, lost, _, err := s.claimRows(ctx, []operation{bound, missing}, all, time.Now())
+	_, recorded, lost, orphans, _, err := s.claimRows(ctx, []operation{bound, missing, orphan}, all, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,6 +137,10 @@ func TestClaimRecordsAnOperationWhoseRecordNamesItInOneStatement(t *testing.T) {
 	if recorded[missing.key()] || !lost[missing.key()] {
 		t.Errorf("the operation without a record: recorded %v, lost %v; want lost, for its record to be stored again",
 			recorded[missing.key()], lost[missing.key()])
+	}
+	if recorded[orphan.key()] || lost[orphan.key()] || !orphans[orphan.key()] || orphans[missing.key()] {
+		t.Errorf("the operation whose client order id's record names another: recorded %v, lost %v, orphan %v (the one without a record: orphan %v); want an orphan only",
+			recorded[orphan.key()], lost[orphan.key()], orphans[orphan.key()], orphans[missing.key()])
 	}
 	var n int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM cmd.idempotency WHERE client_order_id = 'c-missing'`).Scan(&n); err != nil || n != 0 {

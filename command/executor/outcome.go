@@ -72,6 +72,7 @@ const (
 	msgUnknown       = "Execution status unknown; the request may have executed."
 	msgNoConnection  = "No connection to the trade server; the request was not sent."
 	msgBadCommand    = "Internal error; the request could not be sent: "
+	msgVoid          = "Not sent: a retry of a request already recorded under its newClientOrderId; that request's own operation answers it."
 	msgSuperseded    = "Not sent: its newClientOrderId is bound to another request of the same key (a retry recorded after a restart); that one is executed instead."
 )
 

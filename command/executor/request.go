@@ -40,6 +40,10 @@ type operation struct {
 	// superseded: its client order id's record names another operation (claim); it is
 	// never sent.
 	superseded bool
+	// void: its client order id's record named another operation when it was first claimed:
+	// a retry's command, appended beside the insert that found the id taken (command/submit.go).
+	// It is never sent, and its outcome (Void) leaves no trace in the read models.
+	void bool
 }
 
 type opKey struct {

@@ -323,10 +323,23 @@ func (x *analytics) checkAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Stories) != 1 {
+	// The retry appended its own command beside the insert that found the id taken: an
+	// orphan, which the log tells as a void story of its own (never sent, complete).
+	var stories []audit.Story
+	for _, s := range res.Stories {
+		if !s.Void {
+			stories = append(stories, s)
+			continue
+		}
+		if !s.Complete || s.ReadModel != nil || len(s.Deals) != 0 || len(s.Attempts) != 1 || s.Attempts[0].Sent != nil ||
+			len(s.Attempts[0].Answers) != 1 || s.Attempts[0].Answers[0].Code != -1133 {
+			t.Errorf("void story of eq-crash: %+v", s)
+		}
+	}
+	if len(stories) != 1 {
 		t.Fatalf("stories of eq-crash: %+v", res.Stories)
 	}
-	s = res.Stories[0]
+	s = stories[0]
 	if !s.Complete || len(s.Attempts) != 2 || len(s.Deals) != 1 || s.Deals[0].DealID != num(x.order("eq-crash").final, "dealId") {
 		t.Fatalf("story of eq-crash: %+v", s)
 	}

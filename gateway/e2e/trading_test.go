@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -697,6 +698,31 @@ func testConcurrentRetries(t *testing.T, e *env, tr *trader) {
 	if n := e.simPositionCount(t, loginReal1, "XRPUSD"); n != before+1 {
 		t.Fatalf("1000 retries made %d trades, want 1", n-before)
 	}
+	// The requests that lost the race for the id appended their commands beside the insert
+	// that found it taken: orphans, which the executor voids. No read model shows one.
+	res := tr.get(t, "/v1/allOrders", vals("login", itoa(loginReal1), "symbol", "XRPUSD"))
+	var orders []map[string]json.RawMessage
+	if err := json.Unmarshal(res.Body, &orders); err != nil || res.Status != 200 {
+		t.Fatalf("allOrders: %d %s (%v)", res.Status, res.Body, err)
+	}
+	n := 0
+	for _, o := range orders {
+		if str(o, "clientOrderId") == "storm-1" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("allOrders lists %d orders of storm-1, want 1", n)
+	}
+	ch := e.svc.ClickHouse(t)
+	eventuallyNoMismatch(t, 30*time.Second, "one execution_quality row of storm-1", func() string {
+		rows := chRows(t, ch, `SELECT count() AS n, toString(sum(decided)) AS decided FROM execution_quality FINAL
+			WHERE client_order_id = 'storm-1'`)
+		if rows[0]["n"] != "1" || rows[0]["decided"] != "1" {
+			return fmt.Sprintf("%s rows, %s decided", rows[0]["n"], rows[0]["decided"])
+		}
+		return ""
+	})
 }
 
 // positionsOf returns GET /v1/positions of login by positionId.

@@ -52,7 +52,9 @@ func (s *Story) check() {
 }
 
 // refusedUnsent reports an outcome of an attempt the execution path refused without sending
-// it: the dispatch window passed (REJECTED -1000, no return code).
+// it: the dispatch window passed (REJECTED -1000, no return code), or its client order id
+// names another operation (REJECTED -1133: void, or superseded after a crash).
 func refusedUnsent(a Answer) bool {
-	return a.Status == string(trading.StatusRejected) && a.Code == int(events.CodeUnavailable) && a.Retcode == 0
+	return a.Status == string(trading.StatusRejected) && a.Retcode == 0 &&
+		(a.Code == int(events.CodeUnavailable) || a.Code == int(events.CodeClientOrderIDReused))
 }

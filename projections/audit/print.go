@@ -116,6 +116,9 @@ func WriteTable(w io.Writer, stories []Story) error {
 		if !s.Complete {
 			state = "INCOMPLETE"
 		}
+		if s.Void {
+			state += ", void (a retry's command, never sent; its client order id's operation answered it)"
+		}
 		what := strings.Join(strings.Fields(strings.Join([]string{s.Kind, s.Side, s.Type, s.Volume, s.Symbol}, " ")), " ")
 		fmt.Fprintf(w, "operation %s: %s (login %d, clientOrderId %s, tag %s) — %s\n", s.OperationID, what, s.Login,
 			orDash(s.ClientOrderID), orDash(s.Tag), state)

@@ -64,7 +64,11 @@ type Story struct {
 	Deals    []Deal    `json:"deals"`
 	// ReadModel is the operation's row in the trading read model, when Postgres was reachable.
 	ReadModel *ReadModelRow `json:"readModel,omitempty"`
-	Complete  bool          `json:"complete"`
+	// Void: the command was an orphan, a same-id retry's appended beside the idempotency
+	// record's insert that found the id bound to another operation (which answered the
+	// retry). It was never sent, and no read model shows it (docs/trading.md, "Idempotency").
+	Void     bool `json:"void,omitempty"`
+	Complete bool `json:"complete"`
 	Missing   []string      `json:"missing"`
 }
 
@@ -106,6 +110,7 @@ type Answer struct {
 	Reconciled bool   `json:"reconciled,omitempty"`
 	OrderID    int64  `json:"orderId,omitempty"`
 	DealID     int64  `json:"dealId,omitempty"`
+	Void       bool   `json:"void,omitempty"`
 	Place      Place  `json:"place"`
 }
 
@@ -212,7 +217,8 @@ func (s *Story) add(r Record) {
 		a := s.attempt(e.Attempt)
 		a.Answers = append(a.Answers, Answer{At: e.DecidedAt, Status: e.Status, Code: e.Code, Retcode: e.Retcode,
 			Msg: e.Msg, Unanswered: e.Unanswered, Reconciled: e.Reconciled, OrderID: e.OrderID, DealID: e.DealID,
-			Place: r.Place})
+			Void: e.Void, Place: r.Place})
+		s.Void = s.Void || e.Void
 		if e.SentAt > 0 && a.Sent == nil {
 			a.Sent = &Sent{At: e.SentAt, Tag: e.Tag, Source: "outcome", Place: r.Place}
 		}

@@ -103,7 +103,7 @@ func VerifyReplay(ctx context.Context, cfg config.Config, log *slog.Logger, opts
 	if err := postgres.Migrate(ctx, scratch); err != nil {
 		return rep, fmt.Errorf("migrate the scratch database: %w", err)
 	}
-	rebuilt, err := projections.NewTrading(projections.TradingConfig{Pool: scratch, Replaying: true,
+	rebuilt, err := projections.NewTrading(projections.TradingConfig{Pool: scratch, Records: live, Replaying: true,
 		Logger: log.With("projection", projections.TradingName, "component", "replay verify")})
 	if err != nil {
 		return rep, err
