@@ -67,9 +67,9 @@ type Story struct {
 	// Void: the command was an orphan, a same-id retry's appended beside the idempotency
 	// record's insert that found the id bound to another operation (which answered the
 	// retry). It was never sent, and no read model shows it (docs/trading.md, "Idempotency").
-	Void     bool `json:"void,omitempty"`
-	Complete bool `json:"complete"`
-	Missing   []string      `json:"missing"`
+	Void     bool     `json:"void,omitempty"`
+	Complete bool     `json:"complete"`
+	Missing  []string `json:"missing"`
 }
 
 // Attempt is one send of the operation: its command and what the executor did with it.
