@@ -107,7 +107,7 @@ func roundCommit(recs []Record, tried []int) string {
 }
 
 // Retention is how long a client order id stays bound to its operation.
-const Retention = 24 * time.Hour
+const Retention = trading.ClientOrderIDRetention
 
 // NewRecords builds the store.
 func NewRecords(pool *pgxpool.Pool) (*Records, error) {

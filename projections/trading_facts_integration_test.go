@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/events"
 	"tradesvc/events/dec"
@@ -23,15 +24,8 @@ import (
 func TestTradingProjectionAppliesEachTablesFactsInOneStatementAsInOrder(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pool := testenv.MigratedPG(t)
-	seedDigits(t, pool)
-	p, err := NewTrading(TradingConfig{Pool: pool, Logger: testenv.Logger(), CommandGrace: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg := func(ev events.Event) batch.Message {
-		return batch.Message{Envelope: events.Envelope{Type: ev.EventType()}, Event: ev}
-	}
+	pool, p := testTrading(t)
+	msg := plainMessage
 	order := func(seq uint64, change string, state int, current string) *events.OrderChanged {
 		return &events.OrderChanged{Fact: events.Fact{Seq: seq, Login: 1001}, Change: change, OrderID: 70, Symbol: "EURUSD",
 			Type: 2, State: state, VolumeInitial: dec.MustParse("1"), VolumeCurrent: dec.MustParse(current),
@@ -197,4 +191,21 @@ func TestTradingProjectionAppliesCommandsInOneStatementAsInOrder(t *testing.T) {
 	if outStatus != "FILLED" {
 		t.Errorf("op-a's outcome %q after its command completed the row, want FILLED kept", outStatus)
 	}
+}
+
+// testTrading is a live trading projection (no command grace) on a fresh database.
+func testTrading(t *testing.T) (*pgxpool.Pool, *Trading) {
+	t.Helper()
+	pool := testenv.MigratedPG(t)
+	seedDigits(t, pool)
+	p, err := NewTrading(TradingConfig{Pool: pool, Logger: testenv.Logger(), CommandGrace: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool, p
+}
+
+// plainMessage is ev as a consumer hands it over, without its place in the log.
+func plainMessage(ev events.Event) batch.Message {
+	return batch.Message{Envelope: events.Envelope{Type: ev.EventType()}, Event: ev}
 }

@@ -9,8 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"tradesvc/command"
-
 	"tradesvc/events"
 	"tradesvc/events/trading"
 	"tradesvc/infra/kafka/batch"
@@ -27,7 +25,7 @@ import (
 // outcome is applied not at all, and the trading projection deletes a row its command may
 // have made (voided).
 //
-// A command older than the records' retention (command.Retention) is applied as before: its
+// A command older than the records' retention (trading.ClientOrderIDRetention) is applied as before: its
 // record may be gone (a log replayed long after, or written before outcomes carried their
 // commands). An orphan among those is removed again by its void outcome, later in the log
 // (the trading projection; the execution-quality table keeps such a row, undecided).
@@ -43,7 +41,7 @@ func ownRecord(r trading.Operation) bool {
 // already (applied, when not nil), those older than the records' retention at now, and those
 // of operations without a record of their own are kept as they are.
 func unrecorded(ctx context.Context, q querier, msgs []batch.Message, applied func(events.Event) bool, now time.Time) ([]batch.Message, error) {
-	oldest := now.Add(-command.Retention).UnixMilli()
+	oldest := now.Add(-trading.ClientOrderIDRetention).UnixMilli()
 	asked := func(ev events.Event) (string, bool) {
 		if _, ok := ev.(events.Command); !ok || applied != nil && applied(ev) {
 			return "", false

@@ -11,7 +11,6 @@ import (
 	"tradesvc/events"
 	"tradesvc/events/trading"
 	"tradesvc/infra/kafka/batch"
-	"tradesvc/infra/testenv"
 )
 
 // recordCommands stores, as the gateway does beside each command it appends, the idempotency
@@ -58,15 +57,8 @@ func storeRecord(t testing.TB, pool *pgxpool.Pool, apiKeyID int64, coid, op stri
 func TestTradingProjectionAppliesNoOrphanAndWaitsForAnUnrecordedCommandsOutcome(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pool := testenv.MigratedPG(t)
-	seedDigits(t, pool)
-	p, err := NewTrading(TradingConfig{Pool: pool, Logger: testenv.Logger(), CommandGrace: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg := func(ev events.Event) batch.Message {
-		return batch.Message{Envelope: events.Envelope{Type: ev.EventType()}, Event: ev}
-	}
+	pool, p := testTrading(t)
+	msg := plainMessage
 	first, orphan, unrecorded := marketOrder(1001, "op-first", "#ORPH01", "1", 1), marketOrder(1001, "op-orphan", "#ORPH02", "1", 1),
 		marketOrder(1001, "op-late", "#ORPH03", "1", 1)
 	orphan.ClientOrderID = first.ClientOrderID // the retry of op-first

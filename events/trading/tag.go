@@ -1,6 +1,9 @@
 package trading
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // The correlation tag: every operation the service sends carries one at the end of its
 // platform comment ('#' and six base-62 digits), so that the trade server's orders and deals
@@ -57,3 +60,8 @@ func WithTag(comment, tag string) string {
 	}
 	return string(r) + tag
 }
+
+// ClientOrderIDRetention is how long a client order id stays bound to its operation (the
+// spec's "at least 24 hours"): the command side's idempotency records live that long, and a
+// projection that meets a command older than that cannot expect its record to be there.
+const ClientOrderIDRetention = 24 * time.Hour
