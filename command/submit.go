@@ -18,6 +18,12 @@ import (
 var errQueue = events.Reject(events.CodeStatusUnknown,
 	"Execution status unknown: the operation could not be queued. Retry with the same newClientOrderId.")
 
+// errUnrecorded is the answer when the command was appended and its idempotency record could
+// not be stored (recordBeside): the spec's -5009; the executor stores the record from the
+// command before it sends, and a retry with the same id answers from it.
+var errUnrecorded = events.Reject(events.CodeStatusUnknown,
+	"Execution status unknown: the operation was queued but its record could not be stored. Retry with the same newClientOrderId.")
+
 // recordFailed is the answer to a request whose idempotency records could not be stored: -1000
 // when no statement reached Postgres; -5009 when Postgres went away or gave up under it (the
 // records may be stored without their command queued: a retry with the same id answers from
@@ -253,7 +259,7 @@ func (c *core) recordBeside(ctx context.Context, ps []prepared, recs []Record) (
 	appendErr := <-appended
 	switch {
 	case err != nil && appendErr == nil:
-		return nil, nil, nil, errQueue
+		return nil, nil, nil, errUnrecorded
 	case err != nil:
 		return nil, nil, nil, recordFailed(ctx, err)
 	}

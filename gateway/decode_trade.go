@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/cockroachdb/apd/v3"
@@ -176,6 +177,9 @@ func decodeOrder(p paramGetter, now time.Time) (command.OrderRequest, error) {
 	o.Comment, _ = p.Get("comment")
 	if utf8.RuneCountInString(o.Comment) > command.MaxCommentLen {
 		return o, events.Reject(events.CodeInvalidData, "Parameter 'comment' is longer than 24 characters.")
+	}
+	if !printable(o.Comment) {
+		return o, events.Reject(events.CodeInvalidData, "Parameter 'comment' holds a control character or is not UTF-8.")
 	}
 	if o.Symbol, err = required(p, "symbol"); err != nil {
 		return o, err
@@ -421,4 +425,18 @@ func decodeBatch(p paramGetter) ([]itemParams, error) {
 		}
 	}
 	return out, nil
+}
+
+// printable reports whether s is UTF-8 without control characters: what a platform comment
+// can hold (a NUL, for one, no Postgres text or jsonb column stores).
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }

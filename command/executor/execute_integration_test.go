@@ -674,10 +674,11 @@ func (e *exEnv) recordOf(coid string) string {
 	return id
 }
 
-// The gateway commits a single operation's idempotency record asynchronously, so a Postgres
-// crash may lose it after its command was appended. The claim then stores it again from the
-// command and sends the operation; and when a retry bound the client order id to an operation
-// of its own meanwhile, only that one is sent.
+// A single operation's command is appended beside its idempotency record's insert, which
+// may not have committed yet (or may have failed, or a Postgres crash lost it) when the
+// executor reads the command. The claim then stores the record from the command and sends the
+// operation; and when the client order id is bound to another operation (a same-id retry's
+// command, an orphan), only that one is sent, and this one is void.
 func TestExecutorClaimChecksTheIdempotencyRecord(t *testing.T) {
 	e := exSetup(t)
 	lost := e.op(1003)
@@ -697,8 +698,16 @@ func TestExecutorClaimChecksTheIdempotencyRecord(t *testing.T) {
 	if got := e.recordOf(lost.ClientOrderID); got != lost.OperationID {
 		t.Errorf("the lost record names %q after the claim, want %q (stored again from the command)", got, lost.OperationID)
 	}
-	checkOutcome(t, e.outcome(first), first, trading.StatusRejected, int(events.CodeClientOrderIDReused), 0)
+	voided := e.outcome(first)
+	checkOutcome(t, voided, first, trading.StatusRejected, int(events.CodeClientOrderIDReused), 0)
+	if !voided.Void || voided.SentAt != 0 {
+		t.Errorf("the command whose client order id names another operation: void %v, sent at %d; want void, never sent",
+			voided.Void, voided.SentAt)
+	}
 	checkOutcome(t, e.outcome(retry), retry, trading.StatusFilled, 0, int(trading.RetDone))
+	if got := e.outcome(retry); got.Void {
+		t.Error("the retry bound to the client order id is void")
+	}
 	e.settle(1003)
 	if ds := e.dealsByTag(1003, first.Tag); len(ds) != 0 {
 		t.Errorf("the superseded operation traded: %d deals", len(ds))
@@ -708,5 +717,29 @@ func TestExecutorClaimChecksTheIdempotencyRecord(t *testing.T) {
 	}
 	if got := e.recordOf(first.ClientOrderID); got != retry.OperationID {
 		t.Errorf("the record names %q, want the retry's %q", got, retry.OperationID)
+	}
+}
+
+// A command whose idempotency record Postgres refuses (its gateway's insert met the same and
+// answered -5009) is not sent and gets its outcome, and the partition goes on: the other
+// commands of its batch, whose records were missing too, are claimed and sent.
+func TestExecutorClaimGoesOnPastARecordPostgresRefuses(t *testing.T) {
+	e := exSetup(t)
+	bad, good := e.op(1004), e.op(1004)
+	refused := marketCmd(bad, "EURUSD", "BUY", "0.10")
+	refused.Comment = "nul\x00" // "\u0000", which a jsonb column refuses
+	e.appendCmds(refused, marketCmd(good, "EURUSD", "BUY", "0.10"))
+	e.start()
+	got := e.outcome(bad)
+	if got.Status != string(trading.StatusRejected) || got.SentAt != 0 || got.Void {
+		t.Errorf("the command whose record is refused: %+v; want REJECTED, never sent", got)
+	}
+	checkOutcome(t, e.outcome(good), good, trading.StatusFilled, 0, int(trading.RetDone))
+	e.settle(1004)
+	if ds := e.dealsByTag(1004, bad.Tag); len(ds) != 0 {
+		t.Errorf("the command whose record is refused traded: %d deals", len(ds))
+	}
+	if got := e.recordOf(good.ClientOrderID); got != good.OperationID {
+		t.Errorf("the good command's record names %q, want %q", got, good.OperationID)
 	}
 }

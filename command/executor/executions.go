@@ -111,6 +111,7 @@ func (s *executions) get(ctx context.Context, k opKey) (e execution, ok bool, er
 func (s *executions) claim(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time) (map[opKey]execution, map[opKey]bool, error) {
 	known, recorded, missing, orphans, eligible, err := s.claimRows(ctx, ops, sure, at)
 	superseded := map[opKey]bool{}
+	refused := map[opKey]error{}
 	if err == nil && len(missing) > 0 {
 		// A record not there yet: its gateway appends the command beside the record's insert,
 		// which may still be under way (or failed), or a Postgres crash lost it (rare). It is
@@ -120,22 +121,15 @@ func (s *executions) claim(ctx context.Context, ops []operation, sure func(*oper
 		// Should this fail, the first claim's rows are remembered (claimFailed: same time), so
 		// that the redelivered batch sends them.
 		var again []operation
-		var recs []command.Record
 		for _, o := range ops {
 			if missing[o.key()] {
 				again = append(again, o)
-				recs = append(recs, command.Record{APIKeyID: o.op.Requester.APIKeyID, ClientOrderID: o.op.ClientOrderID,
-					Kind: o.kind, Login: o.op.Login, OperationID: o.op.OperationID, Tag: o.op.Tag, Attempt: o.op.Attempt,
-					Envelopes: []events.Envelope{o.env}})
 			}
 		}
 		var known2 map[opKey]execution
 		var recorded2, missing2, other2 map[opKey]bool
-		restored := 0
-		if ins, ierr := s.records.Insert(ctx, recs); ierr != nil {
-			err = ierr
-		} else {
-			restored = len(ins)
+		var restored int
+		if again, restored, err = s.restore(ctx, again, refused); err == nil && len(again) > 0 {
 			known2, recorded2, missing2, other2, _, err = s.claimRows(ctx, again, sure, at)
 		}
 		if err == nil {
@@ -159,10 +153,56 @@ func (s *executions) claim(ctx context.Context, ops []operation, sure func(*oper
 	for i := range ops {
 		ops[i].superseded = superseded[ops[i].key()]
 		ops[i].void = orphans[ops[i].key()]
+		if err := refused[ops[i].key()]; err != nil {
+			ops[i].invalid = err
+		}
 	}
 	s.ownClaims(ops, known, recorded, at)
 	s.analyzer.Added(len(recorded))
 	return known, recorded, nil
+}
+
+// restore stores the idempotency records of ops again from their commands (claim) and
+// returns the ops to claim again and how many records it stored. A record Postgres refuses
+// (what the gateway's insert met too; it answered -5009) goes in refused, its operation never
+// sent: one that failed for good must not stop the partition. Each is then tried on its own,
+// so that only the refused ones are left out.
+func (s *executions) restore(ctx context.Context, ops []operation, refused map[opKey]error) ([]operation, int, error) {
+	record := func(o operation) command.Record {
+		return command.Record{APIKeyID: o.op.Requester.APIKeyID, ClientOrderID: o.op.ClientOrderID, Kind: o.kind,
+			Login: o.op.Login, OperationID: o.op.OperationID, Tag: o.op.Tag, Attempt: o.op.Attempt,
+			Envelopes: []events.Envelope{o.env}}
+	}
+	recs := make([]command.Record, len(ops))
+	for i, o := range ops {
+		recs[i] = record(o)
+	}
+	ins, err := s.records.Insert(ctx, recs)
+	if err == nil || !refusal(err) {
+		return ops, len(ins), err
+	}
+	var kept []operation
+	restored := 0
+	for _, o := range ops {
+		ins, err := s.records.Insert(ctx, []command.Record{record(o)})
+		switch {
+		case err != nil && refusal(err):
+			refused[o.key()] = fmt.Errorf("its idempotency record cannot be stored: %w", err)
+			s.log.Error("a command whose idempotency record Postgres refuses is not sent", "operationId", o.op.OperationID, "err", err)
+		case err != nil:
+			return nil, 0, err
+		default:
+			restored += len(ins)
+			kept = append(kept, o)
+		}
+	}
+	return kept, restored, nil
+}
+
+// refusal reports an error of Postgres refusing a statement (not going away under it).
+func refusal(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && !postgres.ServerGone(pgErr.Code)
 }
 
 // claimFailed remembers the attempts a claim that failed may have recorded all the same (its
