@@ -137,9 +137,15 @@ func (s *executions) claim(ctx context.Context, ops []operation, sure func(*oper
 			maps.Copy(recorded, recorded2)
 			maps.Copy(superseded, missing2)
 			maps.Copy(superseded, other2)
-			if restored > 0 || len(superseded) > 0 {
-				s.log.Warn("idempotency records missing (lost by Postgres, or their gateway failed to store them) stored again from their commands; retries that bound their ids first are sent instead",
+			// Storing a record first is the common race with its gateway's insert (no warning);
+			// one that names another operation by then was lost by Postgres, or its gateway
+			// failed to store it, and a retry bound the id meanwhile.
+			switch {
+			case len(superseded) > 0:
+				s.log.Warn("idempotency records missing at the claim were bound to retries meanwhile; those retries are sent instead",
 					"restored", restored, "superseded", len(superseded))
+			case restored > 0:
+				s.log.Debug("idempotency records stored from their commands before their gateways' inserts", "restored", restored)
 			}
 		}
 	}
