@@ -1,10 +1,13 @@
 package command
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	json "github.com/goccy/go-json"
@@ -119,6 +122,10 @@ func NewRecords(pool *pgxpool.Pool) (*Records, error) {
 	s.lookups = group.New(s.exist, group.Options{Detached: true})
 	return s, nil
 }
+
+// Busy reports whether an insert round is running, which a record inserted now would wait
+// for (a load that fills the rounds back to back).
+func (s *Records) Busy() bool { return s.group.Busy() }
 
 // Purge deletes the records that expired more than a retention ago (they are already
 // treated as absent) and returns how many it deleted.
@@ -279,6 +286,12 @@ func (s *Records) insert(ctx context.Context, recs []Record) ([]bool, error) {
 			tried = append(tried, i)
 		}
 	}
+	// In key order: two rounds that meet on keys (the executor storing records from their
+	// commands while their gateways' inserts run: command/executor/executions.go) wait for
+	// each other in one order, never in a cycle (Postgres aborted such a pair as a deadlock).
+	slices.SortFunc(tried, func(a, b int) int {
+		return cmp.Or(cmp.Compare(recs[a].APIKeyID, recs[b].APIKeyID), strings.Compare(recs[a].ClientOrderID, recs[b].ClientOrderID))
+	})
 	n := len(tried)
 	keys := make([]int64, n)
 	ids, kinds, ops, tags, hashes := make([]string, n), make([]string, n), make([]string, n), make([]string, n),

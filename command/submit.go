@@ -201,7 +201,7 @@ func (c *core) record(ctx context.Context, ps []prepared) ([]Record, map[recordK
 		recs[i] = Record{APIKeyID: p.base.Caller.APIKeyID, ClientOrderID: p.base.ClientID.ID, Kind: p.kind,
 			Login: p.base.Login, OperationID: head.OperationID, Tag: head.Tag, Attempt: 1, Envelopes: envs}
 	}
-	if beside(recs) {
+	if beside(recs) && !c.records.Busy() {
 		return c.recordBeside(ctx, ps, recs)
 	}
 	inserted, err := c.records.Insert(ctx, recs)
@@ -223,11 +223,16 @@ func (c *core) record(ctx context.Context, ps []prepared) ([]Record, map[recordK
 	return recs, inserted, appendErr, nil
 }
 
-// beside reports whether recs' commands are appended beside their records' insert rather
+// beside reports whether recs' commands may be appended beside their records' insert rather
 // than after it: when each record holds one command, which the executor can store again
 // from that command should its insert fail or come later (its claim checks the record, in
 // the same statement, before it sends anything). A sweep's record holds its legs' commands,
-// which no one command can restore: it is stored first.
+// which no one command can restore: it is stored first. The caller appends beside only while
+// no insert round is running (Records.Busy): under a load that keeps the rounds back to back,
+// a record would wait for the round before its own, its command would reach the executor
+// first, and the executor would store records from commands (two more statements per
+// operation) and wait for the inserts they meet; so the record goes first there, as the
+// rounds make it cheap.
 func beside(recs []Record) bool {
 	for _, r := range recs {
 		if len(r.Envelopes) != 1 {

@@ -84,6 +84,13 @@ func (g *Group[T, R]) Do(ctx context.Context, items []T) ([]R, error) {
 	return c.results, c.err
 }
 
+// Busy reports whether a round is running: items handed in now would wait for it.
+func (g *Group[T, R]) Busy() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.running
+}
+
 // Wait returns once the rounds that callers who gave up were to lead have run: a group's
 // owner that stops calls it, so that no round outlives it (a paced one waits out its pace).
 func (g *Group[T, R]) Wait() { g.handoffs.Wait() }

@@ -203,3 +203,32 @@ func TestWaitOutlastsTheRoundOfACallerThatGaveUp(t *testing.T) {
 		t.Fatalf("after Wait the rounds ran %v, want [1 2]: the given-up caller's round still pending", ran)
 	}
 }
+
+// Busy is true exactly while a round runs.
+func TestBusyWhileARoundRuns(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	g := New(func(_ context.Context, items []int) ([]int, error) {
+		close(started)
+		<-release
+		return items, nil
+	}, Options{})
+	if g.Busy() {
+		t.Fatal("busy before any round")
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.Do(context.Background(), []int{1})
+		done <- err
+	}()
+	<-started
+	if !g.Busy() {
+		t.Error("not busy while a round runs")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if g.Busy() {
+		t.Error("busy after the round")
+	}
+}
