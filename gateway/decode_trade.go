@@ -179,7 +179,9 @@ func decodeOrder(p paramGetter, now time.Time) (command.OrderRequest, error) {
 		return o, events.Reject(events.CodeInvalidData, "Parameter 'comment' is longer than 24 characters.")
 	}
 	if !printable(o.Comment) {
-		return o, events.Reject(events.CodeInvalidData, "Parameter 'comment' holds a control character or is not UTF-8.")
+		// What the parameter parser refuses too (params.go); a batch item's comment is a JSON
+		// string, whose escapes (\u0000) get past it.
+		return o, events.Reject(events.CodeIllegalChars, "Illegal characters found in parameter 'comment'.")
 	}
 	if o.Symbol, err = required(p, "symbol"); err != nil {
 		return o, err

@@ -132,9 +132,9 @@ func TestOrderValidationCodes(t *testing.T) {
 		{"stale quote leaves price rules to the server", itemParams{"symbol": "STALE", "type": "BUY_LIMIT", "volume": "0.01", "price": "200.00"}, 0},
 		{"comment too long", itemParams{"symbol": "BTCUSD", "type": "MARKET", "side": "BUY", "volume": "0.01", "comment": "0123456789012345678901234"}, -1130},
 		{"comment of 24 characters", itemParams{"symbol": "BTCUSD", "type": "MARKET", "side": "BUY", "volume": "0.01", "comment": "012345678901234567890123"}, 0},
-		{"comment with a NUL", itemParams{"symbol": "BTCUSD", "type": "MARKET", "side": "BUY", "volume": "0.01", "comment": "a\x00b"}, -1130},
-		{"comment with a newline", itemParams{"symbol": "BTCUSD", "type": "MARKET", "side": "BUY", "volume": "0.01", "comment": "a\nb"}, -1130},
-		{"comment not UTF-8", itemParams{"symbol": "BTCUSD", "type": "MARKET", "side": "BUY", "volume": "0.01", "comment": "a\xffb"}, -1130},
+		{"comment with a NUL", itemParams{"symbol": "BTCUSD", "type": "MARKET", "side": "BUY", "volume": "0.01", "comment": "a\x00b"}, -1100},
+		{"comment with a newline", itemParams{"symbol": "BTCUSD", "type": "MARKET", "side": "BUY", "volume": "0.01", "comment": "a\nb"}, -1100},
+		{"comment not UTF-8", itemParams{"symbol": "BTCUSD", "type": "MARKET", "side": "BUY", "volume": "0.01", "comment": "a\xffb"}, -1100},
 		{"comment in Cyrillic", itemParams{"symbol": "BTCUSD", "type": "MARKET", "side": "BUY", "volume": "0.01", "comment": "сделка"}, 0},
 	}
 	for _, c := range cases {
