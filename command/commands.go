@@ -154,7 +154,7 @@ type SweepResult struct {
 
 // Limits of the spec ("Request and parameter limits") the gateway's decoder applies.
 const (
-	MaxClientOrderIDLen = 36
+	MaxClientOrderIDLen = trading.MaxClientOrderIDLen
 	MaxCommentLen       = 24
 	// MaxBatchItems is the most orders one POST /v1/batchOrders carries.
 	MaxBatchItems = 100

@@ -3,7 +3,6 @@ package projections
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,12 +29,6 @@ import (
 // commands). An orphan among those is removed again by its void outcome, later in the log
 // (the trading projection; the execution-quality table keeps such a row, undecided).
 
-// ownRecord reports whether r's operation has an idempotency record of its own, which names it
-// (the executor's rule: command/executor/request.go): a sweep's legs share the sweep's.
-func ownRecord(r trading.Operation) bool {
-	return r.SweepID == "" && r.APIKeyID != 0 && r.ClientOrderID != ""
-}
-
 // unrecorded returns msgs with the command events whose operation's record does not name it
 // taken out (Event nil: applied by nothing, their positions still advance). Commands applied
 // already (applied, when not nil), those older than the records' retention at now, and those
@@ -47,7 +40,7 @@ func unrecorded(ctx context.Context, q querier, msgs []batch.Message, applied fu
 			return "", false
 		}
 		r, ok := trading.RequestOf(ev)
-		return r.OperationID, ok && ownRecord(r) && r.RequestedAt > oldest
+		return r.OperationID, ok && r.OwnRecord() && r.RequestedAt > oldest
 	}
 	var ids []string
 	for _, m := range msgs {
@@ -69,10 +62,14 @@ func unrecorded(ctx context.Context, q querier, msgs []batch.Message, applied fu
 	if len(named) == len(ids) {
 		return msgs, nil
 	}
+	recorded := make(map[string]bool, len(named))
+	for _, id := range named {
+		recorded[id] = true
+	}
 	out := make([]batch.Message, len(msgs))
 	copy(out, msgs)
 	for i, m := range out {
-		if id, ok := asked(m.Event); ok && !slices.Contains(named, id) {
+		if id, ok := asked(m.Event); ok && !recorded[id] {
 			out[i].Event = nil
 		}
 	}

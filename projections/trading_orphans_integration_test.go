@@ -22,7 +22,7 @@ func recordCommands(t testing.TB, pool *pgxpool.Pool, evs ...events.Event) {
 			continue
 		}
 		r, ok := trading.RequestOf(ev)
-		if !ok || !ownRecord(r) {
+		if !ok || !r.OwnRecord() {
 			continue
 		}
 		storeRecord(t, pool, r.APIKeyID, r.ClientOrderID, r.OperationID, r.Login)

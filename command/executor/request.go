@@ -3,11 +3,9 @@ package executor
 import (
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/cockroachdb/apd/v3"
 
-	"tradesvc/command"
 	"tradesvc/events"
 	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
@@ -109,8 +107,7 @@ func newOperation(env events.Envelope, ev events.Event) (o operation, ok bool) {
 	cmd := ev.(events.Command)
 	head, _ := trading.RequestOf(cmd)
 	o.op, o.kind, o.typ, o.requestedAt, o.env = *cmd.OperationHeader(), head.Kind, head.Type, env.OccurredAt, env
-	coid := utf8.RuneCountInString(o.op.ClientOrderID)
-	o.ownRecord = head.SweepID == "" && o.op.Requester.APIKeyID != 0 && coid >= 1 && coid <= command.MaxClientOrderIDLen
+	o.ownRecord = head.OwnRecord()
 	err := build(ev, &o)
 	o.req.Login = o.op.Login
 	if len([]rune(o.op.Tag)) != trading.TagLen {

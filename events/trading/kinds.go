@@ -2,6 +2,7 @@ package trading
 
 import (
 	"slices"
+	"unicode/utf8"
 
 	"github.com/cockroachdb/apd/v3"
 
@@ -336,3 +337,13 @@ func sweepRequest(ev events.Event) Operation {
 }
 
 func ptr(d apd.Decimal) *apd.Decimal { return &d }
+
+// MaxClientOrderIDLen is the longest client order id (the spec's 36 characters).
+const MaxClientOrderIDLen = 36
+
+// OwnRecord reports whether the operation has an idempotency record of its own, which names
+// it: one command under its client order id (a sweep's legs share the sweep's record).
+func (o Operation) OwnRecord() bool {
+	n := utf8.RuneCountInString(o.ClientOrderID)
+	return o.SweepID == "" && o.APIKeyID != 0 && n >= 1 && n <= MaxClientOrderIDLen
+}
