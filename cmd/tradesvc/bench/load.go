@@ -24,7 +24,7 @@ type orderRec struct {
 
 	sent       bool
 	lag        time.Duration // from due to the sender running (the client's own lateness)
-	connWait   time.Duration // waiting for a keep-alive connection of the client's pool
+	connWait   time.Duration // waiting for a keep-alive connection of the client's pool (its slot, then the transport's)
 	latency    time.Duration // from the send to the answer (connection wait included)
 	answeredAt time.Time
 	httpStatus int
@@ -121,10 +121,20 @@ func (r *runner) send(ctx context.Context, o *orderRec, respType string) {
 	o.sent = true
 	p := url.Values{"login": {strconv.FormatInt(o.login, 10)}, "symbol": {r.o.Symbol}, "type": {"MARKET"},
 		"side": {r.o.Side}, "volume": {r.o.Volume}, "newClientOrderId": {o.coid}, "newOrderRespType": {respType}}
+	// A connection's slot first, then the signature: the wait is the client's, and counts in
+	// the latency, but the timestamp is the send's.
+	select {
+	case r.slots <- struct{}{}:
+	case <-ctx.Done():
+		o.answeredAt, o.latency, o.transport = time.Now(), time.Since(begin), ctx.Err().Error()
+		return
+	}
+	defer func() { <-r.slots }()
+	slotWait := time.Since(begin)
 	var askedConn time.Time
 	trace := &httptrace.ClientTrace{
 		GetConn: func(string) { askedConn = time.Now() },
-		GotConn: func(httptrace.GotConnInfo) { o.connWait = time.Since(askedConn) },
+		GotConn: func(httptrace.GotConnInfo) { o.connWait = slotWait + time.Since(askedConn) },
 	}
 	res, err := o.agent.c.Signed(httptrace.WithClientTrace(ctx, trace), http.MethodPost, "/v1/order", p, gwclient.InBody)
 	o.answeredAt = time.Now()

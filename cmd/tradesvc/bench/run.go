@@ -42,14 +42,19 @@ type Env struct {
 
 // runner holds one run's shared state.
 type runner struct {
-	env  Env
-	o    Options
-	hc   *http.Client
-	tls  *tls.Config
-	now  func() time.Time // the server's clock
-	id   string
-	logw io.Writer
-	logm sync.Mutex
+	env Env
+	o   Options
+	hc  *http.Client
+	// slots holds one token per connection of hc's pool (--conns): an order takes one before
+	// it is signed, so that its timestamp is its send's, not the start of its wait for a
+	// connection (a wait of more than its recvWindow would earn -1021 from the client's own
+	// queue, not the service's).
+	slots chan struct{}
+	tls   *tls.Config
+	now   func() time.Time // the server's clock
+	id    string
+	logw  io.Writer
+	logm  sync.Mutex
 
 	agents     []*agent
 	createAuto bool
@@ -146,7 +151,7 @@ func newRunner(env Env, o Options) (*runner, error) {
 	if logw == nil {
 		logw = io.Discard
 	}
-	r := &runner{env: env, o: o, hc: hc, tls: tlsCfg, now: time.Now, id: hex.EncodeToString(b[:]), logw: logw,
+	r := &runner{env: env, o: o, hc: hc, slots: make(chan struct{}, o.Conns), tls: tlsCfg, now: time.Now, id: hex.EncodeToString(b[:]), logw: logw,
 		deals: newDealBook(), ready: map[int64]bool{}}
 	r.streams = newStreamGroup(r)
 	return r, nil
