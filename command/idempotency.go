@@ -166,7 +166,7 @@ func (s *Records) Exists(ctx context.Context, apiKeyID int64, clientOrderID stri
 }
 
 // lookupPace is the least time between two rounds of lookups. Exists is asked of requests
-// about to be shed, so it is asked most when the machine has the least to spare: a −1008
+// about to be shed, so it is asked most when the machine has the least to spare: a -1008
 // answered a few milliseconds later costs its client nothing, while a statement per request
 // cost Postgres and the gateway about as much CPU as the orders the shedding protected
 // (docs/benchmarks.md). A lookup alone, after a quiet moment, still goes at once.

@@ -151,8 +151,8 @@ func newRunner(env Env, o Options) (*runner, error) {
 	if logw == nil {
 		logw = io.Discard
 	}
-	r := &runner{env: env, o: o, hc: hc, slots: make(chan struct{}, o.Conns), tls: tlsCfg, now: time.Now, id: hex.EncodeToString(b[:]), logw: logw,
-		deals: newDealBook(), ready: map[int64]bool{}}
+	r := &runner{env: env, o: o, hc: hc, slots: make(chan struct{}, o.Conns), tls: tlsCfg, now: time.Now,
+		id: hex.EncodeToString(b[:]), logw: logw, deals: newDealBook(), ready: map[int64]bool{}}
 	r.streams = newStreamGroup(r)
 	return r, nil
 }
