@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/cockroachdb/apd/v3"
@@ -178,10 +177,11 @@ func decodeOrder(p paramGetter, now time.Time) (command.OrderRequest, error) {
 	if utf8.RuneCountInString(o.Comment) > command.MaxCommentLen {
 		return o, events.Reject(events.CodeInvalidData, "Parameter 'comment' is longer than 24 characters.")
 	}
-	if !printable(o.Comment) {
-		// What the parameter parser refuses too (params.go); a batch item's comment is a JSON
-		// string, whose escapes (\u0000) get past it.
-		return o, events.Reject(events.CodeIllegalChars, "Illegal characters found in parameter 'comment'.")
+	if !validValue(o.Comment) {
+		// The parameter parser's rule (params.go); a batch item's comment is a JSON string,
+		// whose escapes (\u0000) get past the parser. A platform comment cannot hold them
+		// anyway (a NUL, for one, no Postgres text or jsonb column stores).
+		return o, errIllegalValue("comment")
 	}
 	if o.Symbol, err = required(p, "symbol"); err != nil {
 		return o, err
@@ -427,18 +427,4 @@ func decodeBatch(p paramGetter) ([]itemParams, error) {
 		}
 	}
 	return out, nil
-}
-
-// printable reports whether s is UTF-8 without control characters: what a platform comment
-// can hold (a NUL, for one, no Postgres text or jsonb column stores).
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return false
-		}
-	}
-	return true
 }

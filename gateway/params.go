@@ -58,7 +58,7 @@ func parsePart(raw []byte, dst []param, max int) ([]param, error) {
 		}
 		value, ok := unescape(rawValue)
 		if !ok || !validValue(value) {
-			return nil, events.Reject(events.CodeIllegalChars, "Illegal characters found in parameter '"+name+"'.")
+			return nil, errIllegalValue(name)
 		}
 		for _, q := range dst {
 			if q.name == name {
@@ -139,6 +139,11 @@ func validName(s string) bool {
 		}
 	}
 	return true
+}
+
+// errIllegalValue is -1100 for the value of parameter name (validValue).
+func errIllegalValue(name string) error {
+	return events.Reject(events.CodeIllegalChars, "Illegal characters found in parameter '"+name+"'.")
 }
 
 // validValue refuses invalid UTF-8 and control characters (tab included).
