@@ -502,7 +502,7 @@ type tradingItem struct {
 // it changed a row.
 func queueFacts(b *pgx.Batch, logins []int64, items []*tradingItem) {
 	queueLocks(b, logins)
-	queueItems(b, items, false)
+	queueItems(b, items, false, nil)
 }
 
 // queueLocks queues the logins' advisory locks, held until the transaction ends: one
@@ -515,8 +515,9 @@ func queueLocks(b *pgx.Batch, logins []int64) {
 
 // queueItems queues every event's statement (the facts of a table in one); each item learns
 // whether it changed a row. fresh: a fresh batch's (trading_fresh.go), whose operations and
-// deals go in by plain inserts of the ones it applies (insertedNew).
-func queueItems(b *pgx.Batch, items []*tradingItem, fresh bool) {
+// deals go in by plain inserts of the ones it applies (insertedNew), the operations with their
+// derived columns (derived: the writes of derive).
+func queueItems(b *pgx.Batch, items []*tradingItem, fresh bool, derived []opChange) {
 	var tables []*factTable
 	facts := map[*factTable][]*tradingItem{}
 	for _, it := range items {
@@ -539,7 +540,9 @@ func queueItems(b *pgx.Batch, items []*tradingItem, fresh bool) {
 		})
 	}
 	for _, t := range tables {
-		if fresh && insertedNew[t] {
+		if fresh && t == commandTable {
+			b.Queue(insertOperationsSQL, append(t.args(facts[t]), derivedArgs(derived)...)...)
+		} else if fresh && insertedNew[t] {
 			t.queueInsert(b, facts[t])
 		} else {
 			t.queue(b, facts[t])

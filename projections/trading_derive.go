@@ -2,6 +2,7 @@ package projections
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/cockroachdb/apd/v3"
 	"github.com/jackc/pgx/v5"
@@ -172,7 +173,16 @@ func opSymbols(ops []*loadedOp) []string {
 // queueDerived recomputes the derived columns of ops, queues one update of those that
 // changed and returns them.
 func (t *Trading) queueDerived(b *pgx.Batch, ops []*loadedOp) []opChange {
-	var changes, writes []opChange
+	changes, writes := t.derive(ops)
+	if len(writes) > 0 {
+		b.Queue(updateDerivedSQL, derivedArgs(writes)...)
+	}
+	return changes
+}
+
+// derive recomputes the derived columns of ops: changes are the operations whose derived
+// columns changed, writes those whose row must be written (changed, or an outcome folded in).
+func (t *Trading) derive(ops []*loadedOp) (changes, writes []opChange) {
 	for _, o := range ops {
 		o.in.Digits, o.in.DigitsOK = t.digits.get(o.symbol)
 		d := trading.Derive(o.in)
@@ -191,17 +201,34 @@ func (t *Trading) queueDerived(b *pgx.Batch, ops []*loadedOp) []opChange {
 		}
 		writes = append(writes, c)
 	}
-	if len(writes) > 0 {
-		queueDerivedUpdate(b, writes)
+	return changes, writes
+}
+
+// derivedColumns are the derived columns and the folded outcome's, as derivedArgs gives them:
+// one array each, after the operation ids.
+const derivedColumns = `status, code, retcode, msg, order_id, deal_id, position_id, exec_price, executed_volume,
+		updated_at, deal_count, derived_attempt, derived_decided, changed,
+		has_out, out_attempt, out_status, out_code, out_retcode, out_msg, out_unanswered, out_order_id,
+		out_deal_id, out_position_id, out_price, out_volume, out_decided_at`
+
+// derivedUnnest is the rows of derivedArgs from parameter $from on, as u(operation_id,
+// derivedColumns).
+func derivedUnnest(from int) string {
+	types := []string{"text", "text", "int", "int", "text", "bigint", "bigint", "bigint", "numeric", "numeric",
+		"bigint", "int", "int", "boolean", "boolean", "boolean", "int", "text", "int", "int", "text", "boolean",
+		"bigint", "bigint", "bigint", "numeric", "numeric", "bigint"}
+	params := make([]string, len(types))
+	for i, typ := range types {
+		params[i] = fmt.Sprintf("$%d::%s[]", from+i, typ)
 	}
-	return changes
+	return "unnest(" + strings.Join(params, ", ") + ")\n\tAS u(operation_id, " + derivedColumns + ")"
 }
 
 // updateDerivedSQL writes the derived columns of several operations in one statement, and the
 // outcome folded into the same write where there is one (the touched operations of a batch are
 // distinct; zero codes and ids, empty texts are NULL; the version moves only when the derived
 // columns changed).
-const updateDerivedSQL = `UPDATE rm.operations o SET status = u.status, code = u.code, retcode = u.retcode,
+var updateDerivedSQL = `UPDATE rm.operations o SET status = u.status, code = u.code, retcode = u.retcode,
 	msg = u.msg, order_id = u.order_id, deal_id = u.deal_id, position_id = u.position_id,
 	exec_price = u.exec_price, executed_volume = u.executed_volume, updated_at = u.updated_at,
 	deal_count = u.deal_count, derived_attempt = u.derived_attempt, derived_decided = u.derived_decided,
@@ -218,17 +245,44 @@ const updateDerivedSQL = `UPDATE rm.operations o SET status = u.status, code = u
 	out_price = CASE WHEN u.has_out THEN u.out_price ELSE o.out_price END,
 	out_volume = CASE WHEN u.has_out THEN u.out_volume ELSE o.out_volume END,
 	out_decided_at = CASE WHEN u.has_out THEN u.out_decided_at ELSE o.out_decided_at END
-FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[],
-	$9::numeric[], $10::numeric[], $11::bigint[], $12::int[], $13::int[], $14::boolean[], $15::boolean[],
-	$16::boolean[], $17::int[], $18::text[], $19::int[], $20::int[], $21::text[], $22::boolean[], $23::bigint[],
-	$24::bigint[], $25::bigint[], $26::numeric[], $27::numeric[], $28::bigint[])
-	AS u(operation_id, status, code, retcode, msg, order_id, deal_id, position_id, exec_price, executed_volume,
-		updated_at, deal_count, derived_attempt, derived_decided, changed,
-		has_out, out_attempt, out_status, out_code, out_retcode, out_msg, out_unanswered, out_order_id,
-		out_deal_id, out_position_id, out_price, out_volume, out_decided_at)
+FROM ` + derivedUnnest(1) + `
 WHERE o.operation_id = u.operation_id`
 
-func queueDerivedUpdate(b *pgx.Batch, changes []opChange) {
+// insertOperationsSQL inserts a fresh batch's operations (trading_fresh.go) with their derived
+// columns and folded outcomes: the command's columns (commandColumns) as text arrays, then
+// derivedArgs of the operations whose row holds more than a command's (the others get the
+// columns' defaults, as the command's own insert gives them). One write of each row, where
+// the command's insert and the derivation's update wrote it twice (an update that moves an
+// indexed column is a new row version and an entry in every index).
+var insertOperationsSQL = func() string {
+	var names, params, raw, typed []string
+	for i, c := range commandColumns {
+		names = append(names, c.name)
+		params = append(params, fmt.Sprintf("$%d::text[]", i+1))
+		raw = append(raw, fmt.Sprintf("c%d", i+1))
+		typed = append(typed, fmt.Sprintf("x.c%d::%s", i+1, c.typ))
+	}
+	return `INSERT INTO rm.operations (` + strings.Join(names, ", ") + `, status, code, retcode, msg, order_id,
+	deal_id, position_id, exec_price, executed_volume, updated_at, deal_count, derived_attempt, derived_decided, version,
+	out_attempt, out_status, out_code, out_retcode, out_msg, out_unanswered, out_order_id, out_deal_id,
+	out_position_id, out_price, out_volume, out_decided_at)
+SELECT ` + strings.Join(typed, ", ") + `, coalesce(u.status, 'ACCEPTED'), u.code, u.retcode, u.msg,
+	u.order_id, u.deal_id, u.position_id, u.exec_price, u.executed_volume, coalesce(u.updated_at, 0),
+	coalesce(u.deal_count, 0), coalesce(u.derived_attempt, 0), coalesce(u.derived_decided, false),
+	CASE WHEN u.changed THEN 1 ELSE 0 END,
+	CASE WHEN u.has_out THEN u.out_attempt END, CASE WHEN u.has_out THEN u.out_status END,
+	CASE WHEN u.has_out THEN u.out_code END, CASE WHEN u.has_out THEN u.out_retcode END,
+	CASE WHEN u.has_out THEN u.out_msg END, CASE WHEN u.has_out THEN u.out_unanswered END,
+	CASE WHEN u.has_out THEN u.out_order_id END, CASE WHEN u.has_out THEN u.out_deal_id END,
+	CASE WHEN u.has_out THEN u.out_position_id END, CASE WHEN u.has_out THEN u.out_price END,
+	CASE WHEN u.has_out THEN u.out_volume END, CASE WHEN u.has_out THEN u.out_decided_at END
+FROM unnest(` + strings.Join(params, ", ") + `) AS x(` + strings.Join(raw, ", ") + `)
+LEFT JOIN ` + derivedUnnest(len(commandColumns)+1) + ` ON u.operation_id = x.c1`
+}()
+
+// derivedArgs are the arrays of updateDerivedSQL and insertOperationsSQL: the operation ids,
+// then one per derivedColumns.
+func derivedArgs(changes []opChange) []any {
 	n := len(changes)
 	var (
 		ids, statuses                  = make([]string, n), make([]string, n)
@@ -264,9 +318,9 @@ func queueDerivedUpdate(b *pgx.Batch, changes []opChange) {
 			outPrices[i], outVolumes[i] = decpOrNull(x.Price), decpOrNull(x.Volume)
 		}
 	}
-	b.Queue(updateDerivedSQL, ids, statuses, codes, retcodes, msgs, orderIDs, dealIDs, positionIDs, prices, volumes,
+	return []any{ids, statuses, codes, retcodes, msgs, orderIDs, dealIDs, positionIDs, prices, volumes,
 		updated, deals, attempts, decided, changed, hasOut, outAttempts, outStatuses, outCodes, outRetcodes, outMsgs,
-		outUnanswered, outOrders, outDeals, outPositions, outPrices, outVolumes, outDecided)
+		outUnanswered, outOrders, outDeals, outPositions, outPrices, outVolumes, outDecided}
 }
 
 // The array forms of nullText, nullInt and nullInt64 (decimals: decpOrNull): nil is NULL.

@@ -108,12 +108,7 @@ var factTables = func() map[string]*factTable {
 var commandTable = newFactTable(factSpec{table: "rm.operations", key: "operation_id", forward: true,
 	seq: "attempt", storedSeq: "CASE WHEN kind IS NULL THEN NULL ELSE attempt END",
 	moves: "rm.operations.kind IS NULL OR rm.operations.attempt < EXCLUDED.attempt", fixed: []string{"login", "tag"},
-	cols: []factColumn{{"operation_id", "text"}, {"login", "bigint"}, {"tag", "text"}, {"kind", "text"},
-		{"api_key_id", "bigint"}, {"client_order_id", "text"}, {"attempt", "integer"}, {"requested_at", "bigint"},
-		{"symbol", "text"}, {"side", "text"}, {"type", "text"}, {"volume", "numeric"}, {"price", "numeric"},
-		{"stop_limit_price", "numeric"}, {"sl", "numeric"}, {"tp", "numeric"}, {"time_in_force", "text"},
-		{"expiration", "bigint"}, {"comment", "text"}, {"target_order_id", "bigint"}, {"target_position_id", "bigint"},
-		{"sweep_id", "text"}},
+	cols: commandColumns,
 	row: func(e events.Event) []*string {
 		r, _ := trading.RequestOf(e)
 		kind := string(r.Kind)
@@ -123,6 +118,15 @@ var commandTable = newFactTable(factSpec{table: "rm.operations", key: "operation
 			decpOrNull(r.TP), nullText(r.TimeInForce), i64OrNull(r.Expiration), nullText(r.Comment),
 			i64OrNull(r.TargetOrderID), i64OrNull(r.TargetPositionID), nullText(r.SweepID)}
 	}})
+
+// commandColumns are the operation's columns that its command sets (commandTable, and a fresh
+// batch's insertOperationsSQL), the operation id first.
+var commandColumns = []factColumn{{"operation_id", "text"}, {"login", "bigint"}, {"tag", "text"}, {"kind", "text"},
+	{"api_key_id", "bigint"}, {"client_order_id", "text"}, {"attempt", "integer"}, {"requested_at", "bigint"},
+	{"symbol", "text"}, {"side", "text"}, {"type", "text"}, {"volume", "numeric"}, {"price", "numeric"},
+	{"stop_limit_price", "numeric"}, {"sl", "numeric"}, {"tp", "numeric"}, {"time_in_force", "text"},
+	{"expiration", "bigint"}, {"comment", "text"}, {"target_order_id", "bigint"}, {"target_position_id", "bigint"},
+	{"sweep_id", "text"}}
 
 // factTable is one read-model table of facts and its set-wise statement.
 type factTable struct {

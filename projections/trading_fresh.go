@@ -267,8 +267,8 @@ func (t *Trading) applyFresh(ctx context.Context, msgs []batch.Message, items []
 		queueLocks(b, logins)
 		b.Queue(freshFenceSQL, fb.tagLogins, fb.tags, fb.outOrders, fb.orders, fb.orderSeqs,
 			fb.positions, fb.positionSeqs, fb.accounts, fb.accountSeqs)
-		queueItems(b, items, true)
-		changes := t.queueDerived(b, fb.ops)
+		changes, writes := t.derive(fb.ops)
+		queueItems(b, items, true, writes)
 		if rows, err = t.queueChanges(b, items, fb.owners, changes); err != nil {
 			return err
 		}

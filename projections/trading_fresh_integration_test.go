@@ -149,6 +149,31 @@ func readModelRows(t *testing.T, pool *pgxpool.Pool, login int64) map[string][]s
 	return out
 }
 
+// countOperationUpdates counts every row update of rm.operations in pool's database from now
+// on (a trigger), and returns how to read the count.
+func countOperationUpdates(t *testing.T, pool *pgxpool.Pool) func() int {
+	t.Helper()
+	ctx := context.Background()
+	for _, sql := range []string{
+		`CREATE TABLE public.operation_updates (operation_id text)`,
+		`CREATE FUNCTION public.count_operation_update() RETURNS trigger LANGUAGE plpgsql AS
+			$$ BEGIN INSERT INTO public.operation_updates VALUES (NEW.operation_id); RETURN NEW; END $$`,
+		`CREATE TRIGGER count_operation_update AFTER UPDATE ON rm.operations
+			FOR EACH ROW EXECUTE FUNCTION public.count_operation_update()`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func() int {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM public.operation_updates`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+}
+
 func sameRows(t *testing.T, got, want map[string][]string) {
 	t.Helper()
 	for name, w := range want {
@@ -174,6 +199,7 @@ func TestTradingProjectionAppliesAFreshBatchInOnePipelineAsTheLongWayDoes(t *tes
 	if applied, fenced := fresh.freshBatches(); applied != 0 || fenced != 0 {
 		t.Fatalf("a batch of an unknown symbol went fresh: %d applied, %d fenced", applied, fenced)
 	}
+	updates := countOperationUpdates(t, fresh.pool)
 	out := resultOutcome(t, 7002, "op-fresh", "#FRESH1", 600, 10)
 	limit := limitOutcome(t, 7002, "op-limit", "#FRESH2", 650, 20)
 	if err := fresh.apply(t, outcomeMessage(out), outcomeMessage(limit)); err != nil {
@@ -181,6 +207,11 @@ func TestTradingProjectionAppliesAFreshBatchInOnePipelineAsTheLongWayDoes(t *tes
 	}
 	if applied, fenced := fresh.freshBatches(); applied != 1 || fenced != 0 {
 		t.Fatalf("the RESULT's outcome: %d fresh batches applied, %d fenced; want 1, 0", applied, fenced)
+	}
+	// Each operation's row is written once, by its insert: the derived columns and the folded
+	// outcome go in with the command's.
+	if n := updates(); n != 0 {
+		t.Fatalf("the fresh batch updated %d operation rows after inserting them; want 0", n)
 	}
 	if err := long.apply(t, outcomeMessage(resultOutcome(t, 7002, "op-fresh", "#FRESH1", 600, 10)),
 		outcomeMessage(limitOutcome(t, 7002, "op-limit", "#FRESH2", 650, 20))); err != nil {
