@@ -54,6 +54,9 @@ type TradingConfig struct {
 	// operation shows as queued (ACCEPTED, NEW) that much later when its outcome is slower.
 	// It is also the pause between two fetches of the command and relay topics (Trailing).
 	CommandGrace time.Duration
+	// OwnerWait is how long a relay's fact waits for the operation its tag names, so that its
+	// frame carries C (trading_owners.go; default 10 s).
+	OwnerWait time.Duration
 	// Stage, when set, is told how long each outcome took from its decision to reach the
 	// projection ("consumed") and to the commit that applied it ("projected", metrics).
 	Stage func(stage string, took time.Duration)
@@ -109,6 +112,7 @@ func NewTrading(cfg TradingConfig) (*Trading, error) {
 		cfg.Now = time.Now
 	}
 	cfg.Records = cmp.Or(cfg.Records, cfg.Pool)
+	cfg.OwnerWait = cmp.Or(cfg.OwnerWait, 10*time.Second)
 	if cfg.CommandGrace == 0 && !cfg.Replaying {
 		cfg.CommandGrace = 20 * time.Millisecond
 	}
@@ -317,7 +321,7 @@ func (t *Trading) apply(ctx context.Context, msgs []batch.Message) error {
 				return err
 			}
 		}
-		if !t.cfg.Replaying && ownerPending(items, owners, t.cfg.Now()) {
+		if !t.cfg.Replaying && ownerPending(items, owners, t.cfg.Now(), t.cfg.OwnerWait) {
 			return errOwnerPending
 		}
 		if err := t.digits.load(ctx, tx, opSymbols(ops), t.cfg.Now()); err != nil {

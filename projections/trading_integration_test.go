@@ -61,7 +61,8 @@ func trSetup(t *testing.T) *trEnv {
 	if e.reader, err = NewTradingReader(e.pool); err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewTrading(TradingConfig{Pool: e.pool, Logger: testenv.Logger()})
+	// A deal whose command never comes waits a second, not ten, for it (a subtest applies one).
+	p, err := NewTrading(TradingConfig{Pool: e.pool, Logger: testenv.Logger(), OwnerWait: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

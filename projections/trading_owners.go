@@ -18,16 +18,21 @@ import (
 // awaitOwners holds a batch that carries a fresh fact of the relay whose tag names an
 // operation this projection has not applied yet (its command or outcome is still on its way
 // in another partition's batch) until that operation is applied, the fact is copied by an
-// applied outcome, or it is too old to wait for (ownerWait), before the batch joins a merged
+// applied outcome, or it is too old to wait for (OwnerWait), before the batch joins a merged
 // round that it would otherwise roll back. It wakes on each commit rather than polling.
 func (t *Trading) awaitOwners(ctx context.Context, msgs []batch.Message) error {
+	var lastRead time.Time
 	for {
 		committed := t.seen.nextCommit()
-		wait, young, err := t.waitsForOwner(ctx, msgs)
+		read := t.cfg.Now().Sub(lastRead) >= ownerReadEvery
+		wait, young, didRead, err := t.waitsForOwner(ctx, msgs, read)
+		if didRead {
+			lastRead = t.cfg.Now()
+		}
 		if err != nil || !wait {
 			return err
 		}
-		step := 100 * time.Millisecond // an old fact: read the read model again now and then
+		step := ownerReadEvery // an old fact: read the read model again now and then
 		if young {
 			step = ownerInFlight
 		}
@@ -46,8 +51,9 @@ func (t *Trading) awaitOwners(ctx context.Context, msgs []batch.Message) error {
 // waitsForOwner reports whether msgs hold a fresh fact of the relay whose tag names an
 // operation this projection has not applied, and whether such a fact is young (its command or
 // outcome is surely on its way: no read). Tags of older facts unknown to this process are
-// looked up in the read model (operations applied before it started).
-func (t *Trading) waitsForOwner(ctx context.Context, msgs []batch.Message) (wait, young bool, err error) {
+// looked up in the read model (operations applied before it started, or by another process),
+// when read allows (didRead says it did); otherwise they are waited for as unknown.
+func (t *Trading) waitsForOwner(ctx context.Context, msgs []batch.Message, read bool) (wait, young, didRead bool, err error) {
 	var unknown []loginTag
 	var own map[loginTag]bool
 	for _, m := range msgs {
@@ -76,12 +82,12 @@ func (t *Trading) waitsForOwner(ctx context.Context, msgs []batch.Message) (wait
 		// outcome instead (a moment: it is on its way), and is then skipped as applied.
 		if k, ok := sentFact(m.Event); ok && !own[k] && m.Envelope.OccurredAt != 0 &&
 			now-m.Envelope.OccurredAt < ownerInFlight.Milliseconds() && !t.seen.fact(m.Event) && !t.seen.outcome(k) {
-			return true, true, nil
+			return true, true, false, nil
 		}
 	}
 	for _, m := range msgs {
 		k, ok := ownedFact(m.Event)
-		if !ok || own[k] || m.Envelope.OccurredAt == 0 || now-m.Envelope.OccurredAt > ownerWait.Milliseconds() ||
+		if !ok || own[k] || m.Envelope.OccurredAt == 0 || now-m.Envelope.OccurredAt > t.cfg.OwnerWait.Milliseconds() ||
 			t.seen.fact(m.Event) {
 			continue
 		}
@@ -91,10 +97,13 @@ func (t *Trading) waitsForOwner(ctx context.Context, msgs []batch.Message) (wait
 		}
 	}
 	if len(unknown) == 0 {
-		return false, false, nil
+		return false, false, false, nil
 	}
 	if young {
-		return true, true, nil // its command or outcome is on its way here: no read until it is late
+		return true, true, false, nil // its command or outcome is on its way here: no read until it is late
+	}
+	if !read {
+		return true, false, false, nil
 	}
 	logins, tags := make([]int64, len(unknown)), make([]string, len(unknown))
 	for i, k := range unknown {
@@ -102,16 +111,16 @@ func (t *Trading) waitsForOwner(ctx context.Context, msgs []batch.Message) (wait
 	}
 	rows, err := t.cfg.Pool.Query(ctx, tagOwnersSQL, logins, tags)
 	if err != nil {
-		return false, false, fmt.Errorf("resolve tags: %w", err)
+		return false, false, true, fmt.Errorf("resolve tags: %w", err)
 	}
 	found := map[loginTag]bool{}
 	if err := scanTagOwners(rows, func(k loginTag, o tagOwner) {
 		t.seen.learnOwner(k, o)
 		found[k] = true
 	}); err != nil {
-		return false, false, err
+		return false, false, true, err
 	}
-	return len(found) < len(unknown), false, nil
+	return len(found) < len(unknown), false, true, nil
 }
 
 // ownedFact returns the (login, tag) of a fact whose change row names the operation that
@@ -156,9 +165,10 @@ func sentFact(ev events.Event) (loginTag, bool) {
 // the command is in, so that its frame carries C for the key that placed it.
 var errOwnerPending = fmt.Errorf("a fact came before its command: %w", batch.ErrRetrySoon)
 
-// ownerWait is how long a fact waits for its command; a tag still unknown after that is not
-// the service's (a manual comment that looks like one), and the fact goes without C.
-const ownerWait = 2 * time.Second
+// ownerReadEvery: a fact older than ownerInFlight whose tag is still unknown is looked up in
+// the read model at most this often (each commit of this process wakes the wait, and under
+// load there are many).
+const ownerReadEvery = 100 * time.Millisecond
 
 // ownerInFlight: a fact younger than this whose operation this process has not applied is
 // waited for without reading the read model (the command or outcome that causes it is on its
@@ -166,10 +176,17 @@ const ownerWait = 2 * time.Second
 const ownerInFlight = 250 * time.Millisecond
 
 // ownerPending reports whether an applied fact of the relay carries a tag no known operation
-// has, and is young enough to wait for it.
-func ownerPending(items []*tradingItem, owners map[loginTag]tagOwner, now time.Time) bool {
+// has, and is young enough to wait for it (younger than wait).
+//
+// How long a fact waits for its command (TradingConfig.OwnerWait): a tag still unknown after
+// that is not the service's (a manual comment that looks like one), and the fact goes without
+// C. The default, 10 s, is longer than the lags by which the trading projection's consumers fall
+// behind one another under load (up to a few seconds, docs/benchmarks.md): with 2 s, about
+// 0.2 % of the DEAL frames of an ACK run at 1,000 orders/s went without C. Only that
+// partition's relay batch waits.
+func ownerPending(items []*tradingItem, owners map[loginTag]tagOwner, now time.Time, wait time.Duration) bool {
 	for _, it := range items {
-		if !it.applied || it.inBand || it.at == 0 || now.UnixMilli()-it.at > ownerWait.Milliseconds() {
+		if !it.applied || it.inBand || it.at == 0 || now.UnixMilli()-it.at > wait.Milliseconds() {
 			continue
 		}
 		if k, ok := ownedFact(it.ev); ok {
