@@ -204,24 +204,23 @@ func (t *Trading) derive(ops []*loadedOp) (changes, writes []opChange) {
 	return changes, writes
 }
 
-// derivedColumns are the derived columns and the folded outcome's, as derivedArgs gives them:
-// one array each, after the operation ids.
-const derivedColumns = `status, code, retcode, msg, order_id, deal_id, position_id, exec_price, executed_volume,
-		updated_at, deal_count, derived_attempt, derived_decided, changed,
-		has_out, out_attempt, out_status, out_code, out_retcode, out_msg, out_unanswered, out_order_id,
-		out_deal_id, out_position_id, out_price, out_volume, out_decided_at`
+// derivedColumns are the arrays derivedArgs gives, in its order: the operation ids, the derived
+// columns, whether they changed, and the folded outcome's columns.
+var derivedColumns = []factColumn{{"operation_id", "text"}, {"status", "text"}, {"code", "int"}, {"retcode", "int"},
+	{"msg", "text"}, {"order_id", "bigint"}, {"deal_id", "bigint"}, {"position_id", "bigint"},
+	{"exec_price", "numeric"}, {"executed_volume", "numeric"}, {"updated_at", "bigint"}, {"deal_count", "int"},
+	{"derived_attempt", "int"}, {"derived_decided", "boolean"}, {"changed", "boolean"}, {"has_out", "boolean"},
+	{"out_attempt", "int"}, {"out_status", "text"}, {"out_code", "int"}, {"out_retcode", "int"},
+	{"out_msg", "text"}, {"out_unanswered", "boolean"}, {"out_order_id", "bigint"}, {"out_deal_id", "bigint"},
+	{"out_position_id", "bigint"}, {"out_price", "numeric"}, {"out_volume", "numeric"}, {"out_decided_at", "bigint"}}
 
-// derivedUnnest is the rows of derivedArgs from parameter $from on, as u(operation_id,
-// derivedColumns).
+// derivedUnnest is the rows of derivedArgs from parameter $from on, as u(derivedColumns).
 func derivedUnnest(from int) string {
-	types := []string{"text", "text", "int", "int", "text", "bigint", "bigint", "bigint", "numeric", "numeric",
-		"bigint", "int", "int", "boolean", "boolean", "boolean", "int", "text", "int", "int", "text", "boolean",
-		"bigint", "bigint", "bigint", "numeric", "numeric", "bigint"}
-	params := make([]string, len(types))
-	for i, typ := range types {
-		params[i] = fmt.Sprintf("$%d::%s[]", from+i, typ)
+	params, names := make([]string, len(derivedColumns)), make([]string, len(derivedColumns))
+	for i, c := range derivedColumns {
+		params[i], names[i] = fmt.Sprintf("$%d::%s[]", from+i, c.typ), c.name
 	}
-	return "unnest(" + strings.Join(params, ", ") + ")\n\tAS u(operation_id, " + derivedColumns + ")"
+	return "unnest(" + strings.Join(params, ", ") + ")\n\tAS u(" + strings.Join(names, ", ") + ")"
 }
 
 // updateDerivedSQL writes the derived columns of several operations in one statement, and the
@@ -249,24 +248,16 @@ FROM ` + derivedUnnest(1) + `
 WHERE o.operation_id = u.operation_id`
 
 // insertOperationsSQL inserts a fresh batch's operations (trading_fresh.go) with their derived
-// columns and folded outcomes: the command's columns (commandColumns) as text arrays, then
+// columns and folded outcomes: the command's columns (commandTable's) as text arrays, then
 // derivedArgs of the operations whose row holds more than a command's (the others get the
 // columns' defaults, as the command's own insert gives them). One write of each row, where
 // the command's insert and the derivation's update wrote it twice (an update that moves an
 // indexed column is a new row version and an entry in every index).
-var insertOperationsSQL = func() string {
-	var names, params, raw, typed []string
-	for i, c := range commandColumns {
-		names = append(names, c.name)
-		params = append(params, fmt.Sprintf("$%d::text[]", i+1))
-		raw = append(raw, fmt.Sprintf("c%d", i+1))
-		typed = append(typed, fmt.Sprintf("x.c%d::%s", i+1, c.typ))
-	}
-	return `INSERT INTO rm.operations (` + strings.Join(names, ", ") + `, status, code, retcode, msg, order_id,
-	deal_id, position_id, exec_price, executed_volume, updated_at, deal_count, derived_attempt, derived_decided, version,
-	out_attempt, out_status, out_code, out_retcode, out_msg, out_unanswered, out_order_id, out_deal_id,
-	out_position_id, out_price, out_volume, out_decided_at)
-SELECT ` + strings.Join(typed, ", ") + `, coalesce(u.status, 'ACCEPTED'), u.code, u.retcode, u.msg,
+var insertOperationsSQL = `INSERT INTO rm.operations (` + commandTable.list + `, status, code, retcode, msg,
+	order_id, deal_id, position_id, exec_price, executed_volume, updated_at, deal_count, derived_attempt,
+	derived_decided, version, out_attempt, out_status, out_code, out_retcode, out_msg, out_unanswered, out_order_id,
+	out_deal_id, out_position_id, out_price, out_volume, out_decided_at)
+SELECT ` + commandTable.typed + `, coalesce(u.status, 'ACCEPTED'), u.code, u.retcode, u.msg,
 	u.order_id, u.deal_id, u.position_id, u.exec_price, u.executed_volume, coalesce(u.updated_at, 0),
 	coalesce(u.deal_count, 0), coalesce(u.derived_attempt, 0), coalesce(u.derived_decided, false),
 	CASE WHEN u.changed THEN 1 ELSE 0 END,
@@ -276,12 +267,11 @@ SELECT ` + strings.Join(typed, ", ") + `, coalesce(u.status, 'ACCEPTED'), u.code
 	CASE WHEN u.has_out THEN u.out_order_id END, CASE WHEN u.has_out THEN u.out_deal_id END,
 	CASE WHEN u.has_out THEN u.out_position_id END, CASE WHEN u.has_out THEN u.out_price END,
 	CASE WHEN u.has_out THEN u.out_volume END, CASE WHEN u.has_out THEN u.out_decided_at END
-FROM unnest(` + strings.Join(params, ", ") + `) AS x(` + strings.Join(raw, ", ") + `)
-LEFT JOIN ` + derivedUnnest(len(commandColumns)+1) + ` ON u.operation_id = x.c1`
-}()
+FROM ` + commandTable.from + `
+LEFT JOIN ` + derivedUnnest(commandTable.cols+1) + ` ON u.operation_id = x.c1`
 
 // derivedArgs are the arrays of updateDerivedSQL and insertOperationsSQL: the operation ids,
-// then one per derivedColumns.
+// then one per derived column (derivedColumns).
 func derivedArgs(changes []opChange) []any {
 	n := len(changes)
 	var (

@@ -108,7 +108,12 @@ var factTables = func() map[string]*factTable {
 var commandTable = newFactTable(factSpec{table: "rm.operations", key: "operation_id", forward: true,
 	seq: "attempt", storedSeq: "CASE WHEN kind IS NULL THEN NULL ELSE attempt END",
 	moves: "rm.operations.kind IS NULL OR rm.operations.attempt < EXCLUDED.attempt", fixed: []string{"login", "tag"},
-	cols: commandColumns,
+	cols: []factColumn{{"operation_id", "text"}, {"login", "bigint"}, {"tag", "text"}, {"kind", "text"},
+		{"api_key_id", "bigint"}, {"client_order_id", "text"}, {"attempt", "integer"}, {"requested_at", "bigint"},
+		{"symbol", "text"}, {"side", "text"}, {"type", "text"}, {"volume", "numeric"}, {"price", "numeric"},
+		{"stop_limit_price", "numeric"}, {"sl", "numeric"}, {"tp", "numeric"}, {"time_in_force", "text"},
+		{"expiration", "bigint"}, {"comment", "text"}, {"target_order_id", "bigint"}, {"target_position_id", "bigint"},
+		{"sweep_id", "text"}},
 	row: func(e events.Event) []*string {
 		r, _ := trading.RequestOf(e)
 		kind := string(r.Kind)
@@ -119,15 +124,6 @@ var commandTable = newFactTable(factSpec{table: "rm.operations", key: "operation
 			i64OrNull(r.TargetOrderID), i64OrNull(r.TargetPositionID), nullText(r.SweepID)}
 	}})
 
-// commandColumns are the operation's columns that its command sets (commandTable, and a fresh
-// batch's insertOperationsSQL), the operation id first.
-var commandColumns = []factColumn{{"operation_id", "text"}, {"login", "bigint"}, {"tag", "text"}, {"kind", "text"},
-	{"api_key_id", "bigint"}, {"client_order_id", "text"}, {"attempt", "integer"}, {"requested_at", "bigint"},
-	{"symbol", "text"}, {"side", "text"}, {"type", "text"}, {"volume", "numeric"}, {"price", "numeric"},
-	{"stop_limit_price", "numeric"}, {"sl", "numeric"}, {"tp", "numeric"}, {"time_in_force", "text"},
-	{"expiration", "bigint"}, {"comment", "text"}, {"target_order_id", "bigint"}, {"target_position_id", "bigint"},
-	{"sweep_id", "text"}}
-
 // factTable is one read-model table of facts and its set-wise statement.
 type factTable struct {
 	sql  string
@@ -136,6 +132,10 @@ type factTable struct {
 	// insertSQL inserts rows that must be new (a fresh batch's, trading_fresh.go): a row
 	// stored already fails it with a unique violation, which makes it its own fence.
 	insertSQL string
+	// list, typed and from are insertSQL's pieces: the columns, their values (each text cast
+	// to its column's type) and the arrays they come from, x(c1, c2, …), for a statement that
+	// inserts more besides (insertOperationsSQL).
+	list, typed, from string
 }
 
 type factColumn struct{ name, typ string }
@@ -198,9 +198,10 @@ WHERE ranked.` + seq + ` > greatest(coalesce(stored.seq, -1), coalesce(ranked.be
 SELECT ord FROM ranked ` + stored + `
 WHERE ranked.pick = 1 AND stored.k IS NULL`
 	}
-	insert := `INSERT INTO ` + table + ` (` + list + `) SELECT ` + strings.Join(typed, ", ") + ` FROM unnest(` +
-		strings.Join(params, ", ") + `) AS x(` + strings.Join(raw, ", ") + `)`
-	return &factTable{sql: sql, cols: len(f.cols), row: f.row, insertSQL: insert}
+	ft := &factTable{sql: sql, cols: len(f.cols), row: f.row, list: list, typed: strings.Join(typed, ", "),
+		from: `unnest(` + strings.Join(params, ", ") + `) AS x(` + strings.Join(raw, ", ") + `)`}
+	ft.insertSQL = `INSERT INTO ` + table + ` (` + list + `) SELECT ` + ft.typed + ` FROM ` + ft.from
+	return ft
 }
 
 // args are the statement's arguments for items: one text array per column.
