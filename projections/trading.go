@@ -48,12 +48,19 @@ type TradingConfig struct {
 	// (in this process: the change feed dispatches them at once; other processes hear of
 	// them by NOTIFY).
 	Committed func(part int32, rows []query.Change)
-	// CommandGrace is how long a command read from the command topic waits before it is
-	// applied on its own (default 20ms; negative: not at all): its outcome, which carries it,
-	// usually comes first, and then the command's own copy costs no transaction. An
-	// operation shows as queued (ACCEPTED, NEW) that much later when its outcome is slower.
-	// It is also the pause between two fetches of the command and relay topics (Trailing).
+	// CommandGrace is the pause between two fetches of the command and relay topics (default
+	// 20ms; negative: no pause, and a command read from the command topic is applied at once,
+	// as a replay does; Trailing).
 	CommandGrace time.Duration
+	// CommandHold is how long a command read from the command topic may wait for its outcome (default
+	// 1s; never less than CommandGrace; unused when CommandGrace is negative): under load the
+	// executor decides 100 ms and more after the append, and a command applied on its own before that
+	// costs its own transaction, then its outcome takes the long way (reads, an upsert and an update
+	// of the row its fresh batch would have inserted once). So the command topic's consumer waits
+	// while its outcome may still come first, and applies what is left once the oldest of them is
+	// CommandHold old: an ACK'd operation whose executor is late or stopped shows as queued
+	// (ACCEPTED, NEW) that much later (holdCommands).
+	CommandHold time.Duration
 	// OwnerWait is how long a relay's fact waits for the operation its tag names, so that its
 	// frame carries C (trading_owners.go; default 10 s).
 	OwnerWait time.Duration
@@ -116,6 +123,7 @@ func NewTrading(cfg TradingConfig) (*Trading, error) {
 	if cfg.CommandGrace == 0 && !cfg.Replaying {
 		cfg.CommandGrace = 20 * time.Millisecond
 	}
+	cfg.CommandHold = max(cmp.Or(cfg.CommandHold, time.Second), cfg.CommandGrace)
 	t := &Trading{cfg: cfg, digits: newDigitsCache(), seen: newSeenApplied(),
 		analyzer: postgres.NewAnalyzer(cfg.Pool, cfg.Logger, "rm.operations", "rm.orders", "rm.deals", "rm.positions",
 			"rm.account_balances", "rm.changes")}
@@ -156,15 +164,14 @@ func (t *Trading) Topics() []events.Topic {
 	return []events.Topic{events.TopicCommands(), events.TopicExecutions(), events.TopicTrades()}
 }
 
-// Trailing implements Trailing: a command read from the command topic waits CommandGrace
-// before it is applied on its own, and its outcome usually brings it first, so the command
-// topic is fetched at most once per CommandGrace instead of once per command (a wake-up of
-// the broker and of this consumer per order, for a copy that is dropped). The relay's topic
-// trails too: nearly all of it is copies of facts an outcome brought in band (left
-// undecoded, AppliedFact), so fetching it as each copy lands woke the broker and this
-// consumer once more per order; what only the relay brings (SL/TP, stop-outs, triggers,
-// deposits) comes at once after a quiet spell, and under a steady flow after the pause and
-// the fetch already waiting (at most about 120 ms later, docs/trading.md).
+// Trailing implements Trailing: a command read from the command topic waits for its outcome, which
+// brings it first (holdCommands), so the command topic is fetched at most once per CommandGrace
+// instead of once per command (a wake-up of the broker and of this consumer per order, for a copy
+// that is dropped). The relay's topic trails too: nearly all of it is copies of facts an outcome
+// brought in band (left undecoded, AppliedFact), so fetching it as each copy lands woke the broker
+// and this consumer once more per order; what only the relay brings (SL/TP, stop-outs, triggers,
+// deposits) comes at once after a quiet spell, and under a steady flow after the pause and the
+// fetch already waiting (at most about 120 ms later, docs/trading.md).
 func (t *Trading) Trailing() ([]events.Topic, time.Duration) {
 	if t.cfg.CommandGrace <= 0 || t.cfg.Replaying {
 		return nil, 0
@@ -202,7 +209,7 @@ func (t *Trading) Apply(ctx context.Context, msgs []batch.Message) error {
 			return fmt.Errorf("trading projection: %w", err)
 		}
 	}
-	t.graceCommands(ctx, msgs)
+	t.holdCommands(ctx, msgs)
 	msgs, err := unrecorded(ctx, t.cfg.Records, msgs, t.seen.command, t.cfg.Now())
 	if err == nil {
 		err = voided(ctx, t.cfg.Pool, msgs)
@@ -213,24 +220,51 @@ func (t *Trading) Apply(ctx context.Context, msgs []batch.Message) error {
 	return t.comb.combine(ctx, msgs, t.apply)
 }
 
-// graceCommands waits until the newest command of msgs is CommandGrace old (CommandGrace).
-// Only the command topic's consumer waits: its next batch takes what arrived meanwhile.
-func (t *Trading) graceCommands(ctx context.Context, msgs []batch.Message) {
+// holdCommands waits while a command of msgs that no transaction applied yet may still come
+// with its outcome (CommandHold): until every such command was applied by a commit meanwhile
+// (its outcome carried it: the command's own copy then costs nothing), or the oldest of those
+// left is CommandHold old. Only the command topic's consumer waits: its next batch takes what
+// arrived meanwhile, and the other topics' consumers go on (their commits wake it).
+func (t *Trading) holdCommands(ctx context.Context, msgs []batch.Message) {
 	if t.cfg.CommandGrace <= 0 {
 		return
 	}
-	var newest time.Time
+	var waiting []batch.Message
 	for _, m := range msgs {
-		if _, ok := m.Event.(events.Command); ok && m.Timestamp.After(newest) {
-			newest = m.Timestamp
+		if _, ok := m.Event.(events.Command); ok {
+			waiting = append(waiting, m)
 		}
 	}
-	if wait := time.Until(newest.Add(t.cfg.CommandGrace)); wait > 0 {
+	for len(waiting) > 0 {
+		committed := t.seen.nextCommit() // before the check: a commit after it wakes the wait
+		oldest := time.Time{}
+		left := waiting[:0]
+		for _, m := range waiting {
+			if t.seen.command(m.Event) {
+				continue
+			}
+			left = append(left, m)
+			if oldest.IsZero() || m.Timestamp.Before(oldest) {
+				oldest = m.Timestamp
+			}
+		}
+		waiting = left
+		if len(waiting) == 0 {
+			return
+		}
+		wait := time.Until(oldest.Add(t.cfg.CommandHold))
+		if wait <= 0 {
+			return
+		}
 		timer := time.NewTimer(wait)
-		defer timer.Stop()
 		select {
+		case <-committed:
 		case <-timer.C:
 		case <-ctx.Done():
+		}
+		timer.Stop()
+		if ctx.Err() != nil {
+			return
 		}
 	}
 }
