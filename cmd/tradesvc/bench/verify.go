@@ -137,7 +137,8 @@ func (r *runner) checkAll(ctx context.Context, checks []*check) {
 			case <-t.C:
 			}
 			if w.tick(time.Second, left.Load(), reads.Load()) {
-				r.logf("verification: no order settled over %s of reads; %d are not FILLED", r.o.VerifyTimeout, left.Load())
+				r.logf("verification: no order settled over %s of reads; %d checks are not final (acknowledged orders not FILLED, and requests in doubt whose order never appeared)",
+					r.o.VerifyTimeout, left.Load())
 				cancel()
 				return
 			}
