@@ -237,16 +237,16 @@ func (t *Trading) holdCommands(ctx context.Context, msgs []batch.Message) {
 	}
 	for len(waiting) > 0 {
 		committed := t.seen.nextCommit() // before the check: a commit after it wakes the wait
-		oldest := time.Time{}
+		var oldest time.Time
 		left := waiting[:0]
 		for _, m := range waiting {
 			if t.seen.command(m.Event) {
 				continue
 			}
-			left = append(left, m)
-			if oldest.IsZero() || m.Timestamp.Before(oldest) {
+			if len(left) == 0 || m.Timestamp.Before(oldest) {
 				oldest = m.Timestamp
 			}
+			left = append(left, m)
 		}
 		waiting = left
 		if len(waiting) == 0 {
