@@ -217,6 +217,7 @@ func (t *Trading) Apply(ctx context.Context, msgs []batch.Message) error {
 	if err != nil {
 		return fmt.Errorf("trading projection: %w", err)
 	}
+	t.seen.voided(msgs)
 	return t.comb.combine(ctx, msgs, t.apply)
 }
 

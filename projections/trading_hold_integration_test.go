@@ -99,3 +99,59 @@ func TestTradingProjectionACommandWaitsForItsOutcomeAndTheOperationIsWrittenOnce
 		t.Fatalf("operation without an outcome reads %s; want ACCEPTED (queued)", s)
 	}
 }
+
+// An orphan's command (a same-id retry that lost its record's race, trading_orphans.go) is
+// never carried by an outcome: its void outcome settles it. The command topic's consumer stops
+// waiting for it once that is applied, instead of holding the partition for the whole hold,
+// and a copy of the command read after it is skipped: even one older than the records'
+// retention, which would otherwise be applied on its own after the void outcome that deletes
+// its row, and stay.
+func TestTradingProjectionAVoidOutcomeSettlesItsOrphansCommand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool := testenv.MigratedPG(t)
+	seedDigits(t, pool)
+	const hold = 5 * time.Second
+	p, err := NewTrading(TradingConfig{Pool: pool, Logger: testenv.Logger(), CommandHold: hold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, orphan := marketOrder(7301, "op-first", "#VOID01", "1", 1), marketOrder(7301, "op-orphan", "#VOID02", "1", 1)
+	orphan.ClientOrderID = first.ClientOrderID // the retry of op-first: its record names op-first
+	recordCommands(t, pool, first)
+	void := outcomeOf(7301, "op-orphan", "#VOID02", 1, "REJECTED")
+	void.Void, void.Code = true, int(events.CodeClientOrderIDReused)
+	void.CommandType, void.Command = orphan.EventType(), mustJSON(t, orphan)
+
+	sent := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		done <- p.Apply(ctx, []batch.Message{{Envelope: events.Envelope{Type: orphan.EventType()}, Event: orphan, Timestamp: sent}})
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := p.Apply(ctx, []batch.Message{outcomeMessage(void)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(hold):
+		t.Fatal("the orphan's command still waits after its void outcome was applied")
+	}
+	if took := time.Since(sent); took >= hold {
+		t.Fatalf("the orphan's command returned %v after it was handed in: it waited out the hold", took)
+	}
+
+	// A copy older than the records' retention, read after the void outcome: skipped.
+	old := *orphan
+	old.Requester.ReceivedAt = time.Now().Add(-49 * time.Hour).UnixMilli()
+	if err := p.Apply(ctx, []batch.Message{{Envelope: events.Envelope{Type: old.EventType()}, Event: &old}}); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM rm.operations WHERE operation_id = 'op-orphan'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d operations rows of the orphan (%v), want none", n, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/events/trading"
+	"tradesvc/infra/kafka/batch"
 )
 
 // seenApplied remembers what recent transactions of this projection committed, so that the
@@ -100,7 +101,8 @@ func (s *seenApplied) owner(k loginTag) (tagOwner, bool) {
 	return o, ok
 }
 
-// nextCommit returns a channel closed when the next transaction's items are remembered.
+// nextCommit returns a channel closed when the next transaction's items are remembered (or
+// the next void outcome's operation: voided).
 func (s *seenApplied) nextCommit() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -110,14 +112,19 @@ func (s *seenApplied) nextCommit() <-chan struct{} {
 	return s.commit
 }
 
-// committed remembers the facts and commands of a committed transaction.
-func (s *seenApplied) committed(items []*tradingItem) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// wake closes the channel nextCommit returned (s.mu held).
+func (s *seenApplied) wake() {
 	if s.commit != nil {
 		close(s.commit)
 		s.commit = nil
 	}
+}
+
+// committed remembers the facts and commands of a committed transaction.
+func (s *seenApplied) committed(items []*tradingItem) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wake()
 	for _, it := range items {
 		if seq, ok := events.FactSeq(it.ev); ok {
 			s.facts.add(seq, nil)
@@ -138,6 +145,26 @@ func (s *seenApplied) committed(items []*tradingItem) {
 		k := loginTag{r.Login, r.Tag}
 		s.owners[k] = ownerOf(r)
 		s.tagOf[r.OperationID] = k
+	}
+}
+
+// voided remembers the operations whose void outcome was applied (trading_orphans.go) as
+// settled: their command is never applied, so a copy of it read later is skipped like an
+// applied one, and the command topic's consumer stops waiting for it (holdCommands; woken as
+// by a commit).
+func (s *seenApplied) voided(msgs []batch.Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range msgs {
+		out, ok := m.Event.(*events.ExecutionOutcome)
+		if !ok || !out.Void {
+			continue
+		}
+		s.wake()
+		if _, known := s.attempt[out.OperationID]; !known {
+			s.commands.add(out.OperationID, s.forgetCommand)
+		}
+		s.attempt[out.OperationID] = max(s.attempt[out.OperationID], out.Attempt)
 	}
 }
 
