@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"tradesvc/events"
 	"tradesvc/infra/kafka/batch"
 	"tradesvc/infra/testenv"
@@ -18,13 +20,8 @@ import (
 func TestTradingProjectionACommandWaitsForItsOutcomeAndTheOperationIsWrittenOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pool := testenv.MigratedPG(t)
-	seedDigits(t, pool)
 	const hold = 3 * time.Second
-	p, err := NewTrading(TradingConfig{Pool: pool, Logger: testenv.Logger(), CommandHold: hold})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, p := holdingProjection(t, hold)
 	const login = 7201
 	// A first operation, applied the long way, teaches the projection the symbol's digits
 	// (a batch is fresh only with them known).
@@ -109,13 +106,8 @@ func TestTradingProjectionACommandWaitsForItsOutcomeAndTheOperationIsWrittenOnce
 func TestTradingProjectionAVoidOutcomeSettlesItsOrphansCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pool := testenv.MigratedPG(t)
-	seedDigits(t, pool)
 	const hold = 5 * time.Second
-	p, err := NewTrading(TradingConfig{Pool: pool, Logger: testenv.Logger(), CommandHold: hold})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, p := holdingProjection(t, hold)
 	first, orphan := marketOrder(7301, "op-first", "#VOID01", "1", 1), marketOrder(7301, "op-orphan", "#VOID02", "1", 1)
 	orphan.ClientOrderID = first.ClientOrderID // the retry of op-first: its record names op-first
 	recordCommands(t, pool, first)
@@ -154,4 +146,17 @@ func TestTradingProjectionAVoidOutcomeSettlesItsOrphansCommand(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM rm.operations WHERE operation_id = 'op-orphan'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d operations rows of the orphan (%v), want none", n, err)
 	}
+}
+
+// holdingProjection is a trading projection on a database of its own whose commands wait up
+// to hold for their outcome, applied to directly.
+func holdingProjection(t *testing.T, hold time.Duration) (*pgxpool.Pool, *Trading) {
+	t.Helper()
+	pool := testenv.MigratedPG(t)
+	seedDigits(t, pool)
+	p, err := NewTrading(TradingConfig{Pool: pool, Logger: testenv.Logger(), CommandHold: hold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool, p
 }
