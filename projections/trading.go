@@ -21,6 +21,7 @@ import (
 	"tradesvc/infra/check"
 	"tradesvc/infra/kafka/batch"
 	"tradesvc/infra/postgres"
+	"tradesvc/infra/wait"
 	"tradesvc/query"
 )
 
@@ -253,18 +254,8 @@ func (t *Trading) holdCommands(ctx context.Context, msgs []batch.Message) {
 		if len(waiting) == 0 {
 			return
 		}
-		wait := time.Until(oldest.Add(t.cfg.CommandHold))
-		if wait <= 0 {
-			return
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-committed:
-		case <-timer.C:
-		case <-ctx.Done():
-		}
-		timer.Stop()
-		if ctx.Err() != nil {
+		until := oldest.Add(t.cfg.CommandHold)
+		if !time.Now().Before(until) || wait.UntilOrFor(ctx, committed, time.Until(until)) != nil {
 			return
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"tradesvc/events"
 	"tradesvc/events/trading"
 	"tradesvc/infra/kafka/batch"
+	"tradesvc/infra/wait"
 )
 
 // The owner of a fact: the operation whose correlation tag a deal's or an order's comment
@@ -25,26 +26,20 @@ func (t *Trading) awaitOwners(ctx context.Context, msgs []batch.Message) error {
 	for {
 		committed := t.seen.nextCommit()
 		read := t.cfg.Now().Sub(lastRead) >= ownerReadEvery
-		wait, young, didRead, err := t.waitsForOwner(ctx, msgs, read)
+		pending, young, didRead, err := t.waitsForOwner(ctx, msgs, read)
 		if didRead {
 			lastRead = t.cfg.Now()
 		}
-		if err != nil || !wait {
+		if err != nil || !pending {
 			return err
 		}
 		step := ownerReadEvery // an old fact: read the read model again now and then
 		if young {
 			step = ownerInFlight
 		}
-		timer := time.NewTimer(step)
-		select {
-		case <-committed:
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return ctx.Err()
+		if err := wait.UntilOrFor(ctx, committed, step); err != nil {
+			return err
 		}
-		timer.Stop()
 	}
 }
 

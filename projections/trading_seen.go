@@ -138,10 +138,7 @@ func (s *seenApplied) committed(items []*tradingItem) {
 		if !ok {
 			continue
 		}
-		if _, known := s.attempt[r.OperationID]; !known {
-			s.commands.add(r.OperationID, s.forgetCommand)
-		}
-		s.attempt[r.OperationID] = max(s.attempt[r.OperationID], r.Attempt)
+		s.applied(r.OperationID, r.Attempt)
 		k := loginTag{r.Login, r.Tag}
 		s.owners[k] = ownerOf(r)
 		s.tagOf[r.OperationID] = k
@@ -161,10 +158,7 @@ func (s *seenApplied) voided(msgs []batch.Message) {
 			continue
 		}
 		s.wake()
-		if _, known := s.attempt[out.OperationID]; !known {
-			s.commands.add(out.OperationID, s.forgetCommand)
-		}
-		s.attempt[out.OperationID] = max(s.attempt[out.OperationID], out.Attempt)
+		s.applied(out.OperationID, out.Attempt)
 	}
 }
 
@@ -172,12 +166,19 @@ func (s *seenApplied) voided(msgs []batch.Message) {
 func (s *seenApplied) learnOwner(k loginTag, o tagOwner) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, known := s.attempt[o.operationID]; !known {
-		s.commands.add(o.operationID, s.forgetCommand)
-		s.attempt[o.operationID] = 0 // its command itself is not known to be applied
-	}
+	s.applied(o.operationID, 0) // its command itself is not known to be applied
 	s.owners[k] = o
 	s.tagOf[o.operationID] = k
+}
+
+// applied remembers that operation id's command is applied up to attempt (0: only that the
+// operation exists), in the ring that forgets the oldest (s.mu held).
+func (s *seenApplied) applied(id string, attempt int) {
+	a, known := s.attempt[id]
+	if !known {
+		s.commands.add(id, s.forgetCommand)
+	}
+	s.attempt[id] = max(a, attempt)
 }
 
 // forgetCommand drops an operation the ring no longer holds (s.mu held).

@@ -33,6 +33,24 @@ func Until(ctx context.Context, ch <-chan struct{}) error {
 	}
 }
 
+// UntilOrFor blocks until ch is closed (or receives), d has passed, or ctx ends: then it
+// returns ctx.Err(), else nil.
+func UntilOrFor(ctx context.Context, ch <-chan struct{}, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return nil
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // Every calls f every period, the first time one period from now, until ctx ends.
 func Every(ctx context.Context, period time.Duration, f func()) {
 	t := time.NewTicker(period)

@@ -69,3 +69,22 @@ func TestBesideStopsAndWaitsForItsFunction(t *testing.T) {
 	<-ended // the parent's end reaches the function
 	stop()
 }
+
+func TestUntilOrForReturnsOnTheSignalTheTimeOrItsContext(t *testing.T) {
+	ch := make(chan struct{})
+	time.AfterFunc(10*time.Millisecond, func() { close(ch) })
+	start := time.Now()
+	if err := UntilOrFor(context.Background(), ch, time.Hour); err != nil || time.Since(start) > time.Second {
+		t.Fatalf("UntilOrFor(closed channel, 1h) = %v after %v", err, time.Since(start))
+	}
+	start = time.Now()
+	if err := UntilOrFor(context.Background(), make(chan struct{}), 20*time.Millisecond); err != nil ||
+		time.Since(start) < 20*time.Millisecond {
+		t.Fatalf("UntilOrFor(no signal, 20ms) = %v after %v", err, time.Since(start))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(10*time.Millisecond, cancel)
+	if err := UntilOrFor(ctx, make(chan struct{}), time.Hour); !errors.Is(err, context.Canceled) {
+		t.Fatalf("UntilOrFor with its context cancelled = %v", err)
+	}
+}
