@@ -9,6 +9,7 @@ import (
 	"tradesvc/events"
 	"tradesvc/events/trading"
 	"tradesvc/infra/mt5"
+	"tradesvc/infra/wait"
 )
 
 // execute decides one operation; prior is its cmd.executions row, if any: without outcome
@@ -104,8 +105,9 @@ func (x *Executor) dispatch(ctx context.Context, o *operation) (decision, error)
 }
 
 // recover decides an operation recorded as sent whose outcome never reached the log: the
-// executor died in between. Orders and closes are reconciled by tag, never resent; the
-// idempotent modifications and removals are simply sent again.
+// executor died in between. Orders and closes are reconciled by tag, and sent again only once
+// the trade server confirms they never executed (resend); the idempotent modifications and
+// removals are simply sent again.
 func (x *Executor) recover(ctx context.Context, o *operation, sentAt time.Time) (decision, error) {
 	if !o.kind.ByTag() {
 		now := x.cfg.Now()
@@ -116,7 +118,17 @@ func (x *Executor) recover(ctx context.Context, o *operation, sentAt time.Time) 
 		out.SentAt = now.UnixMilli()
 		return decision{outcome: out}, nil
 	}
-	now := x.cfg.Now().UnixMilli()
+	deadline := sentAt.Add(x.deadline())
+	if left := deadline.Sub(x.cfg.Now()); left > 0 && left <= recoverWait {
+		// Found after a crash, the attempt is usually that close to its deadline (a dead
+		// executor's partitions move once its session times out): waiting for it makes a
+		// tag found nowhere a proof (below) rather than an IN_DOUBT settled later.
+		if err := wait.For(ctx, left); err != nil {
+			return decision{}, fmt.Errorf("%w: %s: %w", errShutdown, o.op.OperationID, err)
+		}
+	}
+	at := x.cfg.Now()
+	now := at.UnixMilli()
 	out, ev, err := x.reconcile(ctx, o, now)
 	if err != nil {
 		if interrupted(ctx, err) {
@@ -124,10 +136,44 @@ func (x *Executor) recover(ctx context.Context, o *operation, sentAt time.Time) 
 		}
 		x.log.Warn("reconcile after a crash failed", "operationId", o.op.OperationID, "err", err)
 	}
+	if err == nil && ev == noEvidence && !at.Before(deadline) && at.Before(deadline.Add(abandonedAfter)) &&
+		now-o.requestedAt <= x.cfg.DispatchWindow.Milliseconds() {
+		return x.resend(ctx, o, sentAt, at)
+	}
 	if ev == noEvidence || err != nil {
 		out = refused(o, trading.StatusInDoubt, events.CodeStatusUnknown, msgUnknown, now)
 	}
 	out.SentAt = sentAt.UnixMilli()
+	return decision{outcome: out}, nil
+}
+
+// recoverWait is how long recover waits for a found attempt's send deadline to pass.
+const recoverWait = 2 * time.Second
+
+// resend sends again an attempt that the trade server confirms never executed: its "sent" row
+// was left by an executor that died between its claim and its send (or whose send died with
+// it), and its deadline has passed with its tag found nowhere. It is still inside its dispatch
+// window, so it is sent as it would have been, late: the client was told it was queued. The
+// row's send time is taken over first (only the executor that finds it unchanged sends), so
+// that two executors recovering the same attempt send it once; and only before the row
+// counts as abandoned (settle.go), which the background settling decides "did not execute".
+func (x *Executor) resend(ctx context.Context, o *operation, sentAt, at time.Time) (decision, error) {
+	won, err := x.store.retake(ctx, o.key(), sentAt, at)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return decision{}, fmt.Errorf("%w: %w", errShutdown, err)
+	case err != nil:
+		return decision{}, err
+	case !won:
+		return decision{}, nil // another executor took it over, or decided it
+	}
+	x.log.Info("sending an attempt the trade server never received (its executor died before sending it)",
+		"operationId", o.op.OperationID, "attempt", o.op.Attempt, "firstSentAt", sentAt)
+	out, err := x.send(ctx, o, false)
+	if err != nil {
+		return decision{}, err
+	}
+	out.SentAt = at.UnixMilli()
 	return decision{outcome: out}, nil
 }
 

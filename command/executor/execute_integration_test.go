@@ -743,3 +743,67 @@ func TestExecutorClaimGoesOnPastARecordPostgresRefuses(t *testing.T) {
 		t.Errorf("the good command's record names %q, want %q", got, good.OperationID)
 	}
 }
+
+// deadClaim records op as sent at sentAt with no outcome and nothing sent: the claim of an
+// executor killed -9 before its send (or with the trade server's copy of the request).
+func (e *exEnv) deadClaim(op events.Operation, sentAt time.Time) {
+	e.t.Helper()
+	if _, err := e.pool.Exec(e.ctx, `INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at)
+		VALUES ($1, $2, $3, $4, 'PLACE_ORDER', $5)`, op.OperationID, op.Attempt, op.Login, op.Tag, sentAt); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// An executor killed between its claim and its send leaves a "sent" row the trade server
+// never saw. The next owner of the partition finds it once the dead executor's session has
+// timed out, near the attempt's send deadline: past that deadline, with the tag found
+// nowhere, the order never executed, and inside its dispatch window it is sent (once), as
+// the acknowledgement promised, instead of IN_DOUBT and then REJECTED "did not execute".
+func TestExecutorSendsAnAttemptWhoseExecutorDiedBeforeSendingIt(t *testing.T) {
+	e := exSetup(t)
+	const login = 1003
+	op := e.op(login)
+	firstSent := e.clock.Now().Add(-12 * time.Second) // the default deadline: 10 s + 1 s
+	e.deadClaim(op, firstSent)
+	e.appendCmds(marketCmd(op, "XAUUSD", "BUY", "0.02"))
+	e.start()
+	got := e.outcome(op)
+	checkOutcome(t, got, op, trading.StatusFilled, 0, int(trading.RetDone))
+	if got.Reconciled || got.SentAt != e.clock.Now().UnixMilli() {
+		t.Errorf("outcome reconciled %v, sent at %d; want sent by the new executor at %d", got.Reconciled, got.SentAt,
+			e.clock.Now().UnixMilli())
+	}
+	if ds := e.dealsByTag(login, op.Tag); len(ds) != 1 {
+		t.Fatalf("%d deals under the tag, want 1", len(ds))
+	}
+	if st := e.waitRow(op); st != string(trading.StatusFilled) {
+		t.Fatalf("cmd.executions holds %q", st)
+	}
+	var sentAt time.Time
+	if err := e.pool.QueryRow(e.ctx, `SELECT sent_at FROM cmd.executions WHERE operation_id = $1`, op.OperationID).Scan(&sentAt); err != nil {
+		t.Fatal(err)
+	}
+	if !sentAt.Equal(e.clock.Now()) {
+		t.Errorf("the row says sent at %v, want taken over at %v", sentAt, e.clock.Now())
+	}
+	if outs := outcomesOf(e.execs.Snapshot(), op); len(outs) != 1 {
+		t.Errorf("%d outcomes, want the one FILLED", len(outs))
+	}
+}
+
+// Found long after its deadline (no executor took the partition over for half a minute), a
+// dead executor's claim is not sent: the background settling may be deciding it "did not
+// execute" already. It is IN_DOUBT, as before, and nothing reaches the trade server.
+func TestExecutorDoesNotSendAnAbandonedClaim(t *testing.T) {
+	e := exSetup(t)
+	const login = 1003
+	op := e.op(login)
+	e.deadClaim(op, e.clock.Now().Add(-45*time.Second))
+	e.appendCmds(marketCmd(op, "XAUUSD", "BUY", "0.02"))
+	e.start()
+	got := e.outcome(op)
+	checkOutcome(t, got, op, trading.StatusInDoubt, int(events.CodeStatusUnknown), 0)
+	if ds := e.dealsByTag(login, op.Tag); len(ds) != 0 {
+		t.Fatalf("%d deals under the tag: an abandoned claim was sent", len(ds))
+	}
+}

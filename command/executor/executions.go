@@ -86,6 +86,18 @@ func (s *executions) sent(ctx context.Context, o *operation, at time.Time) (bool
 	return tag.RowsAffected() == 1, nil
 }
 
+// retake takes over the "sent" row of k, still without outcome and sent at sentAt, as sent
+// again at at; false when the row has changed since (another executor took it over, or it was
+// decided). Synchronous commit, like every "sent" row: losing it could send twice.
+func (s *executions) retake(ctx context.Context, k opKey, sentAt, at time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE cmd.executions SET sent_at = $4
+		WHERE operation_id = $1 AND attempt = $2 AND sent_at = $3 AND outcome IS NULL`, k.id, k.attempt, sentAt, at)
+	if err != nil {
+		return false, fmt.Errorf("take over the sent record of %s attempt %d: %w", k.id, k.attempt, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // get reads what cmd.executions knows of one (operation, attempt); ok is false without a row.
 func (s *executions) get(ctx context.Context, k opKey) (e execution, ok bool, err error) {
 	err = s.pool.QueryRow(ctx, `SELECT sent_at, outcome IS NOT NULL, coalesce(outcome->>'status', ''),
