@@ -208,5 +208,5 @@ func (x *Executor) decodeOperations(msgs []batch.Message) []operation {
 // well-formed first attempt within the dispatch window (a later attempt is reconciled by tag
 // first, and may not be sent at all).
 func (x *Executor) sureToSend(o *operation, now time.Time) bool {
-	return o.invalid == nil && o.op.Attempt == 1 && now.UnixMilli()-o.requestedAt <= x.cfg.DispatchWindow.Milliseconds()
+	return o.invalid == nil && o.op.Attempt == 1 && o.inWindow(now.UnixMilli(), x.cfg.DispatchWindow)
 }

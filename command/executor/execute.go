@@ -50,7 +50,7 @@ func (x *Executor) dispatch(ctx context.Context, o *operation) (decision, error)
 		// an operation of its own (claimRows): only that one may trade.
 		return decision{outcome: refused(o, trading.StatusRejected, events.CodeClientOrderIDReused, msgSuperseded, now.UnixMilli())}, nil
 	}
-	if now.UnixMilli()-o.requestedAt > x.cfg.DispatchWindow.Milliseconds() {
+	if !o.inWindow(now.UnixMilli(), x.cfg.DispatchWindow) {
 		// The gateway has long answered; a client may already have retried, which queues
 		// the operation again as its next attempt. Sending this one late could run it twice.
 		return decision{outcome: refused(o, trading.StatusRejected, events.CodeUnavailable, msgNotDispatched, now.UnixMilli())}, nil
@@ -96,11 +96,16 @@ func (x *Executor) dispatch(ctx context.Context, o *operation) (decision, error)
 		}
 		return x.recover(ctx, o, now)
 	}
-	out, err := x.send(ctx, o, false)
+	return x.sendAt(ctx, o, false, now)
+}
+
+// sendAt sends o (resend: again, after a crash; send) and decides it with at as its send time.
+func (x *Executor) sendAt(ctx context.Context, o *operation, resend bool, at time.Time) (decision, error) {
+	out, err := x.send(ctx, o, resend)
 	if err != nil {
 		return decision{}, err
 	}
-	out.SentAt = now.UnixMilli()
+	out.SentAt = at.UnixMilli()
 	return decision{outcome: out}, nil
 }
 
@@ -110,13 +115,7 @@ func (x *Executor) dispatch(ctx context.Context, o *operation) (decision, error)
 // removals are simply sent again.
 func (x *Executor) recover(ctx context.Context, o *operation, sentAt time.Time) (decision, error) {
 	if !o.kind.ByTag() {
-		now := x.cfg.Now()
-		out, err := x.send(ctx, o, true)
-		if err != nil {
-			return decision{}, err
-		}
-		out.SentAt = now.UnixMilli()
-		return decision{outcome: out}, nil
+		return x.sendAt(ctx, o, true, x.cfg.Now())
 	}
 	deadline := sentAt.Add(x.deadline())
 	if left := deadline.Sub(x.cfg.Now()); left > 0 && left <= recoverWait {
@@ -137,7 +136,7 @@ func (x *Executor) recover(ctx context.Context, o *operation, sentAt time.Time) 
 		x.log.Warn("reconcile after a crash failed", "operationId", o.op.OperationID, "err", err)
 	}
 	if err == nil && ev == noEvidence && !at.Before(deadline) && at.Before(deadline.Add(abandonedAfter)) &&
-		now-o.requestedAt <= x.cfg.DispatchWindow.Milliseconds() {
+		o.inWindow(now, x.cfg.DispatchWindow) {
 		return x.resend(ctx, o, sentAt, at)
 	}
 	if ev == noEvidence || err != nil {
@@ -169,12 +168,7 @@ func (x *Executor) resend(ctx context.Context, o *operation, sentAt, at time.Tim
 	}
 	x.log.Info("sending an attempt the trade server never received (its executor died before sending it)",
 		"operationId", o.op.OperationID, "attempt", o.op.Attempt, "firstSentAt", sentAt)
-	out, err := x.send(ctx, o, false)
-	if err != nil {
-		return decision{}, err
-	}
-	out.SentAt = at.UnixMilli()
-	return decision{outcome: out}, nil
+	return x.sendAt(ctx, o, false, at)
 }
 
 // sendGrace is how long a send already under way may go on once the executor is stopping

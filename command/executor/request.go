@@ -3,6 +3,7 @@ package executor
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/apd/v3"
 
@@ -116,6 +117,12 @@ func newOperation(env events.Envelope, ev events.Event) (o operation, ok bool) {
 	o.req.Comment = trading.WithTag(o.req.Comment, o.op.Tag)
 	o.invalid = err
 	return o, true
+}
+
+// inWindow reports whether o, at now (Unix ms), is still inside a dispatch window of window
+// (its command appended at most that long ago).
+func (o *operation) inWindow(now int64, window time.Duration) bool {
+	return now-o.requestedAt <= window.Milliseconds()
 }
 
 func placeRequest(c *events.OrderRequested) (mt5.TradeRequest, error) {

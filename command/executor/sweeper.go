@@ -180,7 +180,7 @@ func (s *Sweeper) expired(ctx context.Context, lower, upper time.Time) ([]*opera
 			continue
 		}
 		o, ok := newOperation(env, ev)
-		if !ok || o.op.OperationID == "" || seen[o.key()] || now-o.requestedAt <= s.cfg.DispatchWindow.Milliseconds() {
+		if !ok || o.op.OperationID == "" || seen[o.key()] || o.inWindow(now, s.cfg.DispatchWindow) {
 			continue
 		}
 		seen[o.key()] = true

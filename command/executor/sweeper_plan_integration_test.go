@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"tradesvc/command/executor"
 	"tradesvc/infra/testenv"
 )
@@ -50,15 +52,8 @@ func TestSweeperProbesExecutionsPerRecordAndNeverReadsTheWholeTable(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	var plan []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, line)
-	}
-	if err := rows.Err(); err != nil {
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
 		t.Fatal(err)
 	}
 	text := strings.Join(plan, "\n")
