@@ -71,32 +71,60 @@ func (x *Executor) dispatch(ctx context.Context, o *operation) (decision, error)
 			return decision{outcome: out}, nil
 		}
 	}
-	inserted := o.sentRecorded
-	if !inserted {
-		var err error
-		if inserted, err = x.store.sent(ctx, o, now); err != nil {
-			if ctx.Err() != nil {
-				return decision{}, fmt.Errorf("%w: %w", errShutdown, err)
-			}
-			return decision{}, err
-		}
-	}
-	if !inserted {
-		// Another executor recorded it since this batch was read (a partition handed over):
-		// it may be sending it right now. Or the dispatch sweeper closed its window (its row
-		// carries the outcome): then it is decided, and nothing is sent.
-		e, ok, err := x.store.get(ctx, o.key())
+	at := x.cfg.Now()
+	switch {
+	case o.sentRecorded && at.Sub(o.recordedAt) <= x.restampAfter():
+		at = o.recordedAt // the row's own time
+	case o.sentRecorded:
+		// Its turn came long after the batch's claim (its account's earlier sends were slow):
+		// its row is stamped again first, so that the time it holds is its send's. A next
+		// owner counts the send deadline from that time (recover), and the settling decides
+		// "did not execute" only long after it: from the claim's time, a send still to come
+		// could be taken for one that never reached the trade server, and sent again.
+		won, err := x.store.retake(ctx, o.key(), o.recordedAt, at)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return decision{}, fmt.Errorf("%w: %w", errShutdown, err)
 		case err != nil:
 			return decision{}, err
-		case ok && e.decided:
-			return decision{}, nil
+		case !won:
+			return x.taken(ctx, o)
 		}
-		return x.recover(ctx, o, now)
+	default:
+		inserted, err := x.store.sent(ctx, o, at)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return decision{}, fmt.Errorf("%w: %w", errShutdown, err)
+		case err != nil:
+			return decision{}, err
+		case !inserted:
+			return x.taken(ctx, o)
+		}
 	}
-	return x.sendAt(ctx, o, false, now)
+	return x.sendAt(ctx, o, false, at)
+}
+
+// restampAfter is how long after its claim an attempt may be sent under the claim's time; a
+// later send stamps its row again (dispatch). The send deadline's grace covers the rest.
+func (x *Executor) restampAfter() time.Duration { return x.cfg.SettleGrace / 2 }
+
+// taken decides an operation whose "sent" row this executor did not write, or that changed
+// since it did: another executor recorded it since this batch was read (a partition handed
+// over), and may be sending it right now; or the dispatch sweeper closed its window (its row
+// carries the outcome): then it is decided, and nothing is sent.
+func (x *Executor) taken(ctx context.Context, o *operation) (decision, error) {
+	e, ok, err := x.store.get(ctx, o.key())
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return decision{}, fmt.Errorf("%w: %w", errShutdown, err)
+	case err != nil:
+		return decision{}, err
+	case ok && e.decided:
+		return decision{}, nil
+	case ok:
+		return x.recover(ctx, o, e.sentAt)
+	}
+	return x.recover(ctx, o, x.cfg.Now())
 }
 
 // sendAt sends o (resend: again, after a crash; send) and decides it with at as its send time.

@@ -807,3 +807,52 @@ func TestExecutorDoesNotSendAnAbandonedClaim(t *testing.T) {
 		t.Fatalf("%d deals under the tag: an abandoned claim was sent", len(ds))
 	}
 }
+
+// slowSends is a trade server whose every send takes took of the executor's clock.
+type slowSends struct {
+	mt5.TradeServer
+	clock *testenv.Clock
+	took  time.Duration
+}
+
+func (s slowSends) Send(ctx context.Context, req mt5.TradeRequest) (mt5.TradeResult, error) {
+	s.clock.Add(s.took)
+	return s.TradeServer.Send(ctx, req)
+}
+
+// One account's operations of a batch are sent one after the other, all claimed at once. One
+// whose turn comes long after the claim (its account's earlier sends were slow) has its row
+// stamped again before it is sent: the time a next owner counts the send deadline from, and the
+// settling its "did not execute" from, is its send's, never the claim's (from which a send
+// still to come would look long overdue, and be sent again).
+func TestExecutorStampsASendThatComesLongAfterItsClaim(t *testing.T) {
+	e := exSetup(t)
+	const login = 1003
+	const took = 800 * time.Millisecond // more than half the default send grace (1 s)
+	e.cfg.Port = slowSends{TradeServer: e.sim, clock: e.clock, took: took}
+	ops := []events.Operation{e.op(login), e.op(login), e.op(login)}
+	// Appended before the executor starts, so that its first read holds them together.
+	e.appendCmds(marketCmd(ops[0], "EURUSD", "BUY", "0.01"), marketCmd(ops[1], "EURUSD", "BUY", "0.01"),
+		marketCmd(ops[2], "EURUSD", "BUY", "0.01"))
+	claimed := e.clock.Now()
+	e.start()
+	for i, op := range ops {
+		got := e.outcome(op)
+		checkOutcome(t, got, op, trading.StatusFilled, 0, int(trading.RetDone))
+		want := claimed.Add(time.Duration(i) * took) // the first is sent at once, at its claim's time
+		if got.SentAt != want.UnixMilli() {
+			t.Errorf("operation %d: outcome sent at %d, want %d", i, got.SentAt, want.UnixMilli())
+		}
+		e.waitRow(op)
+		var sentAt time.Time
+		if err := e.pool.QueryRow(e.ctx, `SELECT sent_at FROM cmd.executions WHERE operation_id = $1`, op.OperationID).Scan(&sentAt); err != nil {
+			t.Fatal(err)
+		}
+		if !sentAt.Equal(want) {
+			t.Errorf("operation %d: its row says sent at %v, want %v", i, sentAt, want)
+		}
+		if ds := e.dealsByTag(login, op.Tag); len(ds) != 1 {
+			t.Errorf("operation %d: %d deals under its tag, want 1", i, len(ds))
+		}
+	}
+}
