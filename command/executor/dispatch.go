@@ -76,7 +76,7 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 		unstartedMu.Lock()
 		defer unstartedMu.Unlock()
 		for _, o := range ops {
-			if recorded[o.key()] {
+			if _, ok := recorded[o.key()]; ok {
 				unstarted = append(unstarted, o)
 			}
 		}
@@ -102,7 +102,7 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 				if e, ok := known[o.key()]; ok {
 					prior = &e
 				}
-				o.sentRecorded, o.recordedAt = recorded[o.key()], now
+				o.recordedAt, o.sentRecorded = recorded[o.key()]
 				d, err := x.execute(ctx, o, prior)
 				if err != nil {
 					failed.Store(true)

@@ -76,32 +76,39 @@ func (x *Executor) dispatch(ctx context.Context, o *operation) (decision, error)
 	case o.sentRecorded && at.Sub(o.recordedAt) <= x.restampAfter():
 		at = o.recordedAt // the row's own time
 	case o.sentRecorded:
-		// Its turn came long after the batch's claim (its account's earlier sends were slow):
-		// its row is stamped again first, so that the time it holds is its send's. A next
+		// Its turn came long after the batch's claim (its account's earlier sends were slow),
+		// or its row is an earlier claim's that never sent it (ownClaims): the row is stamped
+		// again first, so that the time it holds is its send's. A next
 		// owner counts the send deadline from that time (recover), and the settling decides
 		// "did not execute" only long after it: from the claim's time, a send still to come
 		// could be taken for one that never reached the trade server, and sent again.
 		won, err := x.store.retake(ctx, o.key(), o.recordedAt, at)
 		switch {
-		case err != nil && ctx.Err() != nil:
-			return decision{}, fmt.Errorf("%w: %w", errShutdown, err)
 		case err != nil:
-			return decision{}, err
+			return decision{}, storeFailed(ctx, err)
 		case !won:
 			return x.taken(ctx, o)
 		}
 	default:
 		inserted, err := x.store.sent(ctx, o, at)
 		switch {
-		case err != nil && ctx.Err() != nil:
-			return decision{}, fmt.Errorf("%w: %w", errShutdown, err)
 		case err != nil:
-			return decision{}, err
+			return decision{}, storeFailed(ctx, err)
 		case !inserted:
 			return x.taken(ctx, o)
 		}
 	}
 	return x.sendAt(ctx, o, false, at)
+}
+
+// storeFailed is what a failed statement of the executions store makes of the operation's
+// decision: the shutdown's interruption when the executor is stopping, else the failure (the
+// batch comes again).
+func storeFailed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", errShutdown, err)
+	}
+	return err
 }
 
 // restampAfter is how long after its claim an attempt may be sent under the claim's time; a
@@ -115,10 +122,8 @@ func (x *Executor) restampAfter() time.Duration { return x.cfg.SettleGrace / 2 }
 func (x *Executor) taken(ctx context.Context, o *operation) (decision, error) {
 	e, ok, err := x.store.get(ctx, o.key())
 	switch {
-	case err != nil && ctx.Err() != nil:
-		return decision{}, fmt.Errorf("%w: %w", errShutdown, err)
 	case err != nil:
-		return decision{}, err
+		return decision{}, storeFailed(ctx, err)
 	case ok && e.decided:
 		return decision{}, nil
 	case ok:
@@ -187,10 +192,8 @@ const recoverWait = 2 * time.Second
 func (x *Executor) resend(ctx context.Context, o *operation, sentAt, at time.Time) (decision, error) {
 	won, err := x.store.retake(ctx, o.key(), sentAt, at)
 	switch {
-	case err != nil && ctx.Err() != nil:
-		return decision{}, fmt.Errorf("%w: %w", errShutdown, err)
 	case err != nil:
-		return decision{}, err
+		return decision{}, storeFailed(ctx, err)
 	case !won:
 		return decision{}, nil // another executor took it over, or decided it
 	}

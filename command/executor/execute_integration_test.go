@@ -505,6 +505,17 @@ func (c *cutOnLookup) OrdersByTag(ctx context.Context, login int64, tag string) 
 // if an executor had died after sending them: IN_DOUBT, then REJECTED "did not execute", an
 // acknowledged order the service never tried. They are sent now, once.
 func TestExecutorSendsWhatAFailedBatchNeverStarted(t *testing.T) {
+	sendsWhatAFailedBatchNeverStarted(t, false)
+}
+
+// The same, with the redelivered batch claimed a second after the failed one, and each send
+// taking 0.8 s: the operation the failed batch never started comes long after the new claim,
+// and its row (the failed claim's time) is stamped again before it is sent.
+func TestExecutorSendsLateWhatAFailedBatchNeverStarted(t *testing.T) {
+	sendsWhatAFailedBatchNeverStarted(t, true)
+}
+
+func sendsWhatAFailedBatchNeverStarted(t *testing.T, late bool) {
 	e := exSetup(t)
 	u, err := url.Parse(e.pool.Config().ConnString())
 	if err != nil {
@@ -524,9 +535,16 @@ func TestExecutorSendsWhatAFailedBatchNeverStarted(t *testing.T) {
 	retried.Attempt = 2
 	cut := make(chan struct{})
 	e.cfg.Pool = pool
-	e.cfg.Port = &cutOnLookup{TradeServer: e.sim, tag: retried.Tag, cut: func() {
+	var port mt5.TradeServer = e.sim
+	if late {
+		port = slowSends{TradeServer: e.sim, clock: e.clock, took: 800 * time.Millisecond}
+	}
+	e.cfg.Port = &cutOnLookup{TradeServer: port, tag: retried.Tag, cut: func() {
 		proxy.Cut()
 		close(cut)
+		if late {
+			e.clock.Add(time.Second)
+		}
 		time.AfterFunc(500*time.Millisecond, proxy.Restore)
 	}}
 	e.appendCmds(marketCmd(retried, "EURUSD", "BUY", "0.10"), marketCmd(fresh, "EURUSD", "BUY", "0.10"))

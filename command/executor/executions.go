@@ -116,11 +116,11 @@ func (s *executions) get(ctx context.Context, k opKey) (e execution, ok bool, er
 // claim reads what cmd.executions knows of ops and, in the same statement, records as sent
 // (synchronous commit, before anything is sent) the ones without a row for which sure holds
 // and whose idempotency record names them (claimRows). It returns the rows that were already
-// there, and the operations it recorded. An operation whose client order id's record names
+// there, and the operations it recorded with their rows' time (sent_at). An operation whose client order id's record names
 // another operation is never sent: an orphan (a retry's command, appended beside its record's
 // insert, which found the id taken: command/submit.go) is marked void, and one whose record a
 // Postgres crash lost and a retry then bound to an operation of its own is marked superseded.
-func (s *executions) claim(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time) (map[opKey]execution, map[opKey]bool, error) {
+func (s *executions) claim(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time) (map[opKey]execution, map[opKey]time.Time, error) {
 	known, recorded, missing, orphans, eligible, err := s.claimRows(ctx, ops, sure, at)
 	superseded := map[opKey]bool{}
 	refused := map[opKey]error{}
@@ -139,7 +139,8 @@ func (s *executions) claim(ctx context.Context, ops []operation, sure func(*oper
 			}
 		}
 		var known2 map[opKey]execution
-		var recorded2, missing2, other2 map[opKey]bool
+		var recorded2 map[opKey]time.Time
+		var missing2, other2 map[opKey]bool
 		var restored int
 		if again, restored, err = s.restore(ctx, again, refused); err == nil && len(again) > 0 {
 			known2, recorded2, missing2, other2, _, err = s.claimRows(ctx, again, sure, at)
@@ -276,15 +277,15 @@ func (s *executions) rememberClaim(k opKey, at time.Time) {
 	}
 }
 
-// ownClaims counts as recorded by this claim (at) the rows a failed claim of this process
-// wrote, or a claim whose batch failed before starting them: without outcome, and sent at
-// the very time that claim wrote. Nothing was sent for them, so such an attempt is sent now,
+// ownClaims counts as recorded (with the time they carry) the rows a failed claim of this
+// process wrote, or a claim whose batch failed before starting them: without outcome, and
+// sent at the very time that claim wrote. Nothing was sent for them, so such an attempt is sent now,
 // as it would have been, instead of being reconciled as if an executor had died after
 // sending it (IN_DOUBT, then REJECTED "did not execute": an acknowledged order the service
 // never tried). A row another executor wrote carries that executor's own time. Only within
 // abandonedAfter of that claim: later, the settler may be deciding the row as abandoned
 // (settle.go), and the row is reconciled instead.
-func (s *executions) ownClaims(ops []operation, known map[opKey]execution, recorded map[opKey]bool, at time.Time) {
+func (s *executions) ownClaims(ops []operation, known map[opKey]execution, recorded map[opKey]time.Time, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.claimedAt) == 0 {
@@ -305,7 +306,7 @@ func (s *executions) ownClaims(ops []operation, known map[opKey]execution, recor
 			return e.sentAt.Equal(wrote.Truncate(time.Microsecond)) && at.Sub(wrote) < abandonedAfter
 		}) {
 			delete(known, k)
-			recorded[k] = true
+			recorded[k] = e.sentAt
 		}
 	}
 }
@@ -320,7 +321,7 @@ func (s *executions) ownClaims(ops []operation, known map[opKey]execution, recor
 // operation (a retry recorded it first after such a crash), is not recorded: it comes back in
 // lost.
 func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time) (
-	known map[opKey]execution, recorded, lost, orphans map[opKey]bool, eligible []bool, err error) {
+	known map[opKey]execution, recorded map[opKey]time.Time, lost, orphans map[opKey]bool, eligible []bool, err error) {
 	n := len(ops)
 	ids, tags, kinds, coids := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	attempts, logins, keys := make([]int32, n), make([]int64, n), make([]int64, n)
@@ -367,7 +368,7 @@ func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*
 	}
 	defer rows.Close()
 	known = make(map[opKey]execution, n)
-	recorded = make(map[opKey]bool, n)
+	recorded = make(map[opKey]time.Time, n)
 	lost, orphans = map[opKey]bool{}, map[opKey]bool{}
 	for rows.Next() {
 		var k opKey
@@ -380,7 +381,7 @@ func (s *executions) claimRows(ctx context.Context, ops []operation, sure func(*
 		k.attempt = int(attempt)
 		switch what {
 		case "recorded":
-			recorded[k] = true
+			recorded[k] = e.sentAt
 		case "lost":
 			lost[k] = true
 		case "other":

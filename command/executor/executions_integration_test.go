@@ -91,14 +91,17 @@ func TestExecutionsClaimAfterAFailedClaimThatCommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	mine, theirs := ops[0].key(), ops[1].key()
-	if !recorded[mine] || len(known) != 1 || known[theirs].decided || recorded[theirs] {
+	if _, ok := recorded[theirs]; !has(recorded, mine) || len(known) != 1 || known[theirs].decided || ok {
 		t.Fatalf("after the failed claim: known %+v, recorded %v; want mine recorded, theirs known", known, recorded)
+	}
+	if at := recorded[mine]; !at.Equal(failedAt.Truncate(time.Microsecond)) {
+		t.Errorf("mine recorded at %v, want the time its row carries (the failed claim's, %v)", at, failedAt)
 	}
 	known, recorded, err = s.claim(ctx, ops, all, failedAt.Add(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if recorded[mine] || len(known) != 2 {
+	if has(recorded, mine) || len(known) != 2 {
 		t.Fatalf("a later redelivery: known %+v, recorded %v; want both known", known, recorded)
 	}
 }
@@ -130,20 +133,26 @@ func TestClaimRecordsAnOperationWhoseRecordNamesItInOneStatement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !recorded[bound.key()] || lost[bound.key()] {
+	if !has(recorded, bound.key()) || lost[bound.key()] {
 		t.Errorf("the operation its record names: recorded %v, lost %v; want recorded by the first statement",
-			recorded[bound.key()], lost[bound.key()])
+			has(recorded, bound.key()), lost[bound.key()])
 	}
-	if recorded[missing.key()] || !lost[missing.key()] {
+	if has(recorded, missing.key()) || !lost[missing.key()] {
 		t.Errorf("the operation without a record: recorded %v, lost %v; want lost, for its record to be stored again",
-			recorded[missing.key()], lost[missing.key()])
+			has(recorded, missing.key()), lost[missing.key()])
 	}
-	if recorded[orphan.key()] || lost[orphan.key()] || !orphans[orphan.key()] || orphans[missing.key()] {
+	if has(recorded, orphan.key()) || lost[orphan.key()] || !orphans[orphan.key()] || orphans[missing.key()] {
 		t.Errorf("the operation whose client order id's record names another: recorded %v, lost %v, orphan %v (the one without a record: orphan %v); want an orphan only",
-			recorded[orphan.key()], lost[orphan.key()], orphans[orphan.key()], orphans[missing.key()])
+			has(recorded, orphan.key()), lost[orphan.key()], orphans[orphan.key()], orphans[missing.key()])
 	}
 	var n int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM cmd.idempotency WHERE client_order_id = 'c-missing'`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("%d records of c-missing after the first statement (%v), want none", n, err)
 	}
+}
+
+// has reports whether the claim recorded k.
+func has(recorded map[opKey]time.Time, k opKey) bool {
+	_, ok := recorded[k]
+	return ok
 }

@@ -29,8 +29,9 @@ type operation struct {
 	// invalid, when set, is why the command cannot become a trade request; the operation is
 	// refused without sending (a producer bug must still get a final answer).
 	invalid error
-	// sentRecorded: its "sent" row was written with its account's others of the batch, at
-	// recordedAt (the claim's time: the row's sent_at).
+	// sentRecorded: its "sent" row was written with its account's others of the batch (or by
+	// an earlier claim of this executor that never sent it: ownClaims), at recordedAt (the
+	// row's sent_at).
 	sentRecorded bool
 	recordedAt   time.Time
 	// env is the command's envelope, which the outcome carries.
