@@ -258,9 +258,13 @@ func execKeysWhere(keys []execKey) (where string, want map[execKey]bool, err err
 }
 
 // execCacheKeys bounds the rows execCache keeps: two generations of at most this many keys
-// (a row is about a kilobyte). The facts of one operation arrive within seconds; a fill hours
-// later is read from the store.
-const execCacheKeys = 16384
+// (a row is about a kilobyte: some 150 MB when full). The facts of one operation arrive within
+// seconds, but the projection may trail the log by tens of seconds under load, and a key
+// evicted meanwhile costs a whole read (FINAL, every column): at 1,000 operations a second a
+// generation of 16,384 keys lasted some 20 s, and once the projection trailed by more, those
+// reads took ClickHouse from a tenth of a core to nearly half, which made it trail further
+// (docs/benchmarks.md, nineteenth session). A fill hours later is read from the store.
+const execCacheKeys = 65536
 
 // execCache keeps the rows last read or written, by key, in two generations: a full current
 // generation becomes the previous one and the one before is dropped, so the keys used last
