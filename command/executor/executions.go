@@ -116,10 +116,11 @@ func (s *executions) get(ctx context.Context, k opKey) (e execution, ok bool, er
 // claim reads what cmd.executions knows of ops and, in the same statement, records as sent
 // (synchronous commit, before anything is sent) the ones without a row for which sure holds
 // and whose idempotency record names them (claimRows). It returns the rows that were already
-// there, and the operations it recorded with their rows' time (sent_at). An operation whose client order id's record names
-// another operation is never sent: an orphan (a retry's command, appended beside its record's
-// insert, which found the id taken: command/submit.go) is marked void, and one whose record a
-// Postgres crash lost and a retry then bound to an operation of its own is marked superseded.
+// there, and the operations it recorded with the time their rows carry (sent_at). An
+// operation whose client order id's record names another operation is never sent: an orphan
+// (a retry's command, appended beside its record's insert, which found the id taken:
+// command/submit.go) is marked void, and one whose record a Postgres crash lost and a retry
+// then bound to an operation of its own is marked superseded.
 func (s *executions) claim(ctx context.Context, ops []operation, sure func(*operation) bool, at time.Time) (map[opKey]execution, map[opKey]time.Time, error) {
 	known, recorded, missing, orphans, eligible, err := s.claimRows(ctx, ops, sure, at)
 	superseded := map[opKey]bool{}
@@ -279,9 +280,9 @@ func (s *executions) rememberClaim(k opKey, at time.Time) {
 
 // ownClaims counts as recorded (with the time they carry) the rows a failed claim of this
 // process wrote, or a claim whose batch failed before starting them: without outcome, and
-// sent at the very time that claim wrote. Nothing was sent for them, so such an attempt is sent now,
-// as it would have been, instead of being reconciled as if an executor had died after
-// sending it (IN_DOUBT, then REJECTED "did not execute": an acknowledged order the service
+// sent at the very time that claim wrote. Nothing was sent for them, so such an attempt is
+// sent now, as it would have been, instead of being reconciled as if an executor had died
+// after sending it (IN_DOUBT, then REJECTED "did not execute": an acknowledged order the service
 // never tried). A row another executor wrote carries that executor's own time. Only within
 // abandonedAfter of that claim: later, the settler may be deciding the row as abandoned
 // (settle.go), and the row is reconciled instead.
