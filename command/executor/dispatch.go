@@ -102,7 +102,7 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 				if e, ok := known[o.key()]; ok {
 					prior = &e
 				}
-				o.recordedAt, o.sentRecorded = recorded[o.key()]
+				o.recordedAt = recorded[o.key()]
 				d, err := x.execute(ctx, o, prior)
 				if err != nil {
 					failed.Store(true)

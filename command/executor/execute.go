@@ -73,15 +73,15 @@ func (x *Executor) dispatch(ctx context.Context, o *operation) (decision, error)
 	}
 	at := x.cfg.Now()
 	switch {
-	case o.sentRecorded && at.Sub(o.recordedAt) <= x.restampAfter():
+	case !o.recordedAt.IsZero() && at.Sub(o.recordedAt) <= x.restampAfter():
 		at = o.recordedAt // the row's own time
-	case o.sentRecorded:
+	case !o.recordedAt.IsZero():
 		// Its turn came long after the batch's claim (its account's earlier sends were slow),
 		// or its row is an earlier claim's that never sent it (ownClaims): the row is stamped
-		// again first, so that the time it holds is its send's. A next
-		// owner counts the send deadline from that time (recover), and the settling decides
-		// "did not execute" only long after it: from the claim's time, a send still to come
-		// could be taken for one that never reached the trade server, and sent again.
+		// again first, so that the time it holds is its send's. A next owner counts the send
+		// deadline from that time (recover), and the settling decides "did not execute" only
+		// long after it: from the claim's time, a send still to come could be taken for one
+		// that never reached the trade server, and sent again.
 		won, err := x.store.retake(ctx, o.key(), o.recordedAt, at)
 		switch {
 		case err != nil:

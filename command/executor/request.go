@@ -29,11 +29,10 @@ type operation struct {
 	// invalid, when set, is why the command cannot become a trade request; the operation is
 	// refused without sending (a producer bug must still get a final answer).
 	invalid error
-	// sentRecorded: its "sent" row was written with its account's others of the batch (or by
-	// an earlier claim of this executor that never sent it: ownClaims), at recordedAt (the
-	// row's sent_at).
-	sentRecorded bool
-	recordedAt   time.Time
+	// recordedAt, when set, is the time (sent_at) of its "sent" row, written with its
+	// account's others of the batch (or by an earlier claim of this executor that never sent
+	// it: ownClaims).
+	recordedAt time.Time
 	// env is the command's envelope, which the outcome carries.
 	env events.Envelope
 	// ownRecord: the operation's idempotency record is its own, one command under its
