@@ -40,6 +40,9 @@ type Deps struct {
 	// Settlements, when set, lets a retry of an unsettled operation wait (up to SettleWait)
 	// for the settlement it asked for, so that one retry answers it (settle.go).
 	Settlements SettleAwaiter
+	// EarlyClaims, when set, is the executor of this process: the record of an operation whose
+	// partition it holds carries its claim (EarlyClaimer).
+	EarlyClaims EarlyClaimer
 }
 
 // Validate reports every missing dependency at once.
@@ -73,7 +76,7 @@ func NewHandlers(d Deps) (Handlers, error) {
 	}
 	appender := &boundedLog{Appender: d.Log, wait: AppendWait, now: d.Now}
 	c := &core{records: d.Records, tags: d.Tags, log: appender, ops: d.Operations, symbols: d.Symbols, now: d.Now,
-		stage: d.Stage, settled: d.Settlements}
+		stage: d.Stage, settled: d.Settlements, claims: d.EarlyClaims}
 	return Handlers{
 		PlaceOrder:     PlaceOrderHandler{core: c, v: v},
 		ModifyOrder:    ModifyOrderHandler{core: c, v: v, orders: d.Orders},

@@ -36,6 +36,9 @@ type Record struct {
 	Envelopes []events.Envelope
 	// Response is kind-specific data the answer needs (none of today's kinds has any).
 	Response json.RawMessage
+	// Claim, when set, is the executor's claim of the operation's attempt, which the insert
+	// stores in the same statement as the record (EarlyClaim); it is not part of the record.
+	Claim *EarlyClaim
 }
 
 func (r *Record) key() recordKey { return recordKey{r.APIKeyID, r.ClientOrderID} }
@@ -319,19 +322,21 @@ func (s *Records) insert(ctx context.Context, recs []Record) ([]bool, error) {
 			resps[j] = &s
 		}
 	}
-	commit := roundCommit(recs, tried)
-	rows, err := s.pool.Query(ctx, `INSERT INTO cmd.idempotency (api_key_id, client_order_id, operation, login, operation_id, tag,
-			attempt, request_hash, command, response, status)
-		SELECT k, c, o, l, op, t, a, h, cmd::jsonb, r::jsonb, 'QUEUED'
-		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::int[], $8::bytea[],
-			$9::text[], $10::text[]) AS x(k, c, o, l, op, t, a, h, cmd, r)`+commit+`
-		ON CONFLICT (api_key_id, client_order_id) DO UPDATE SET operation = EXCLUDED.operation, login = EXCLUDED.login,
-			operation_id = EXCLUDED.operation_id, tag = EXCLUDED.tag, attempt = EXCLUDED.attempt,
-			request_hash = EXCLUDED.request_hash, command = EXCLUDED.command, response = EXCLUDED.response,
-			status = EXCLUDED.status, created_at = now(), updated_at = now()
-			WHERE cmd.idempotency.created_at <= now() - make_interval(secs => $11)
-		RETURNING api_key_id, client_order_id, operation_id`, keys, ids, kinds, logins, ops, tags, attempts, hashes, cmds, resps,
-		s.retention.Seconds())
+	claimAt, claims := make([]*time.Time, n), 0
+	for j, i := range tried {
+		if c := recs[i].Claim; c != nil {
+			claimAt[j] = &c.At
+			claims++
+		}
+	}
+	args := []any{keys, ids, kinds, logins, ops, tags, attempts, hashes, cmds, resps, s.retention.Seconds()}
+	sql := insertRecordsSQL(roundCommit(recs, tried))
+	if claims > 0 {
+		// Synchronous: a "sent" row lost in a crash could send an operation twice.
+		sql = insertClaimedRecordsSQL
+		args = append(args, claimAt)
+	}
+	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("insert idempotency records: %w", err)
 	}
@@ -340,12 +345,20 @@ func (s *Records) insert(ctx context.Context, recs []Record) ([]bool, error) {
 	for rows.Next() {
 		var k recordKey
 		var op string
-		if err := rows.Scan(&k.apiKeyID, &k.coid, &op); err != nil {
+		var claimed bool
+		dest := []any{&k.apiKeyID, &k.coid, &op}
+		if claims > 0 {
+			dest = append(dest, &claimed)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("insert idempotency records: %w", err)
 		}
 		if i, ok := first[k]; ok && recs[i].OperationID == op {
 			inserted[i] = true
 			stored++
+			if c := recs[i].Claim; c != nil {
+				c.Claimed = claimed
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -354,6 +367,36 @@ func (s *Records) insert(ctx context.Context, recs []Record) ([]bool, error) {
 	s.analyzer.Added(stored)
 	return inserted, nil
 }
+
+// insertRecordsSQL stores a round's records (commit: syncCommit or asyncCommit) and returns
+// the key and operation of each record it stored.
+func insertRecordsSQL(commit string) string {
+	return `INSERT INTO cmd.idempotency (api_key_id, client_order_id, operation, login, operation_id, tag,
+			attempt, request_hash, command, response, status)
+		SELECT k, c, o, l, op, t, a, h, cmd::jsonb, r::jsonb, 'QUEUED'
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::int[], $8::bytea[],
+			$9::text[], $10::text[]) AS x(k, c, o, l, op, t, a, h, cmd, r)` + commit + `
+		ON CONFLICT (api_key_id, client_order_id) DO UPDATE SET operation = EXCLUDED.operation, login = EXCLUDED.login,
+			operation_id = EXCLUDED.operation_id, tag = EXCLUDED.tag, attempt = EXCLUDED.attempt,
+			request_hash = EXCLUDED.request_hash, command = EXCLUDED.command, response = EXCLUDED.response,
+			status = EXCLUDED.status, created_at = now(), updated_at = now()
+			WHERE cmd.idempotency.created_at <= now() - make_interval(secs => $11)
+		RETURNING api_key_id, client_order_id, operation_id`
+}
+
+// insertClaimedRecordsSQL is insertRecordsSQL, synchronous, that also stores the executor's
+// "sent" row (cmd.executions) of each record it stored that carries a claim ($12, the
+// claims' times, NULL for none), and returns whether it stored that row: not when another
+// executor's claim came first (the row is then that one's).
+var insertClaimedRecordsSQL = `WITH stored AS (` + insertRecordsSQL(syncCommit) + `, login, tag, attempt, operation),
+	claimed AS (INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at)
+		SELECT s.operation_id, s.attempt, s.login, s.tag, s.operation, c.at
+		FROM stored s JOIN unnest($5::text[], $12::timestamptz[]) AS c(op, at) ON c.op = s.operation_id
+		WHERE c.at IS NOT NULL
+		ON CONFLICT (operation_id, attempt) DO NOTHING
+		RETURNING operation_id)
+	SELECT s.api_key_id, s.client_order_id, s.operation_id, EXISTS (SELECT 1 FROM claimed c WHERE c.operation_id = s.operation_id)
+	FROM stored s`
 
 // NextAttempt moves the record from attempt seen to seen+1 with the new attempt's envelopes.
 // It reports false when another retry moved it first (then that retry sends the attempt).

@@ -2,12 +2,15 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"tradesvc/infra/testenv"
@@ -145,4 +148,58 @@ func testRecords(t *testing.T) (*Records, *pgxpool.Pool) {
 		t.Fatal(err)
 	}
 	return rs, pool
+}
+
+// A record that carries its executor's claim stores the claim's "sent" row with it, in the
+// same statement, at the claim's time; a record that finds its client order id taken (a
+// retry) stores neither, and says so, and a round mixing both stores each as it should.
+func TestIdempotencyRecordCarriesTheExecutorsClaim(t *testing.T) {
+	ctx := context.Background()
+	rs, pool := testRecords(t)
+	at := time.Date(2026, 11, 24, 12, 0, 0, 123456000, time.UTC)
+	sent := func(op string) (time.Time, bool) {
+		t.Helper()
+		var got time.Time
+		err := pool.QueryRow(ctx, `SELECT sent_at FROM cmd.executions WHERE operation_id = $1 AND attempt = 1`, op).Scan(&got)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return got, false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, true
+	}
+	first := Record{APIKeyID: 7, ClientOrderID: "c-1", Kind: "PLACE_ORDER", Login: 1001, OperationID: "op-1", Tag: "#000001",
+		Attempt: 1, Claim: &EarlyClaim{At: at}}
+	plain := Record{APIKeyID: 7, ClientOrderID: "c-2", Kind: "PLACE_ORDER", Login: 1001, OperationID: "op-2", Tag: "#000002", Attempt: 1}
+	got, err := rs.Insert(ctx, []Record{first, plain})
+	if err != nil || !got[first.key()] || !got[plain.key()] {
+		t.Fatalf("insert %v %v", got, err)
+	}
+	if !first.Claim.Claimed {
+		t.Fatal("the claim's row was stored but the record does not say so")
+	}
+	if s, ok := sent("op-1"); !ok || !s.Equal(at) {
+		t.Fatalf("claimed row: found %v, sent at %v, want %v", ok, s, at)
+	}
+	var login int64
+	var tag, kind string
+	if err := pool.QueryRow(ctx, `SELECT login, tag, kind FROM cmd.executions WHERE operation_id = 'op-1'`).Scan(&login, &tag, &kind); err != nil ||
+		login != 1001 || tag != "#000001" || kind != "PLACE_ORDER" {
+		t.Fatalf("claimed row: login %d tag %q kind %q (%v)", login, tag, kind, err)
+	}
+	if _, ok := sent("op-2"); ok {
+		t.Fatal("a record without a claim stored a sent row")
+	}
+	retry := first
+	retry.OperationID, retry.Claim = "op-3", &EarlyClaim{At: at.Add(time.Second)}
+	if got, err := rs.Insert(ctx, []Record{retry}); err != nil || got[retry.key()] {
+		t.Fatalf("a retry's insert stored its record: %v %v", got, err)
+	}
+	if retry.Claim.Claimed {
+		t.Fatal("a retry's record says its claim was stored")
+	}
+	if _, ok := sent("op-3"); ok {
+		t.Fatal("a retry's claim stored a sent row")
+	}
 }

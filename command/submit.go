@@ -62,6 +62,30 @@ type core struct {
 	// settled waits for a retried unsettled operation to be settled (nil: no wait).
 	settled SettleAwaiter
 	asked   settleAsks
+	// claims lets a record carry its executor's claim (nil: no executor in this process).
+	claims EarlyClaimer
+}
+
+// EarlyClaim is the executor's claim of a fresh operation's attempt (its "sent" row in
+// cmd.executions), made by the statement that stores the operation's idempotency record
+// instead of by the executor once it reads the command: the claim is then off the answer's
+// path (command/executor, EarlyClaims).
+type EarlyClaim struct {
+	// At is the time the "sent" row carries.
+	At time.Time
+	// Claimed is set by the insert when it stored the row with the record.
+	Claimed bool
+}
+
+// EarlyClaimer is the executor of this process (command/executor.EarlyClaims), which may let
+// a record carry its claim.
+type EarlyClaimer interface {
+	// ClaimEarly returns the claim the record of a fresh operation of login may carry, or nil
+	// when the executor would not take it (it does not hold the login's partition).
+	ClaimEarly(login int64, operationID string) *EarlyClaim
+	// ClaimedEarly tells how the insert that carried c ended: without error, c.Claimed says
+	// whether the row was stored; with one, whether it was is unknown.
+	ClaimedEarly(operationID string, c *EarlyClaim, err error)
 }
 
 // TagSource hands out correlation tags no other operation has (*Tags).
@@ -248,10 +272,17 @@ func beside(recs []Record) bool {
 // finds the record naming another operation and appends a void outcome, which no projection
 // applies (command/executor/execute.go). When the insert fails and the append went through,
 // the operation may execute (the executor stores the record from its command): -5009.
+//
+// When the executor of this process holds the operation's partition, the record's insert also
+// stores the executor's claim (EarlyClaimer): it is made before the append starts, so that the
+// executor, reading the command, finds it under way.
 func (c *core) recordBeside(ctx context.Context, ps []prepared, recs []Record) ([]Record, map[recordKey]bool, error, error) {
 	var envs []events.Envelope
-	for _, r := range recs {
+	for i, r := range recs {
 		envs = append(envs, r.Envelopes...)
+		if c.claims != nil {
+			recs[i].Claim = c.claims.ClaimEarly(r.Login, r.OperationID)
+		}
 	}
 	appended := make(chan error, 1)
 	go func() {
@@ -260,6 +291,11 @@ func (c *core) recordBeside(ctx context.Context, ps []prepared, recs []Record) (
 		appended <- err
 	}()
 	inserted, err := c.records.Insert(ctx, recs)
+	for _, r := range recs {
+		if r.Claim != nil {
+			c.claims.ClaimedEarly(r.OperationID, r.Claim, err)
+		}
+	}
 	c.stages(ps, "recorded")
 	appendErr := <-appended
 	switch {

@@ -44,7 +44,7 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 	// executor died in (IN_DOUBT, then REJECTED "did not execute": an acknowledged order
 	// never tried). Finished, its rows are known, and the stop releases them (below).
 	cctx, claimed := outliving(ctx, flushTimeout)
-	known, recorded, err := x.store.claim(cctx, ops, func(o *operation) bool { return x.sureToSend(o, now) }, now)
+	known, recorded, err := x.claim(cctx, msgs[0].Partition, ops, now)
 	claimed()
 	x.cfg.Stage("claimed", time.Since(now))
 	if err != nil {
@@ -71,13 +71,13 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 	var firstErr error
 	var errOnce sync.Once
 	var unstartedMu sync.Mutex
-	var unstarted []*operation // recorded by the claim, never started: nothing was sent
+	unstarted := map[opKey]time.Time{} // recorded by the claim, never started: nothing was sent
 	skip := func(ops []*operation) {
 		unstartedMu.Lock()
 		defer unstartedMu.Unlock()
 		for _, o := range ops {
-			if _, ok := recorded[o.key()]; ok {
-				unstarted = append(unstarted, o)
+			if at, ok := recorded[o.key()]; ok {
+				unstarted[o.key()] = at
 			}
 		}
 	}
@@ -124,9 +124,9 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 			// The next owner of the partition would take their rows for a send this
 			// executor died in (IN_DOUBT, then "did not execute"): remove them, so that it
 			// simply sends them.
-			x.store.release(unstarted, now)
+			x.store.releaseRows(unstarted)
 		} else {
-			x.store.notStarted(unstarted, now)
+			x.store.rememberClaims(unstarted)
 		}
 	}
 	if firstErr == nil {
@@ -145,6 +145,42 @@ func (x *Executor) handle(ctx context.Context, msgs []batch.Message) error {
 		return errors.Join(firstErr, err)
 	}
 	return firstErr
+}
+
+// claim is the batch's claim (executions.claim) of the operations the gateway of this process
+// did not claim with their records (early.go): those are recorded at their early claim's
+// time, and one whose insert failed is claimed again, its row, if stored, this executor's own.
+func (x *Executor) claim(ctx context.Context, partition int32, ops []operation, now time.Time) (map[opKey]execution, map[opKey]time.Time, error) {
+	sure := func(o *operation) bool { return x.sureToSend(o, now) }
+	early := x.cfg.Early.take(ctx, partition, ops)
+	x.store.rememberClaims(early.unknown)
+	if len(early.claimed) == 0 {
+		return x.store.claim(ctx, ops, sure, now)
+	}
+	x.store.analyzer.Added(len(early.claimed))
+	var rest []operation
+	var at []int
+	for i := range ops {
+		if _, ok := early.claimed[ops[i].key()]; !ok {
+			rest, at = append(rest, ops[i]), append(at, i)
+		}
+	}
+	known, recorded := map[opKey]execution{}, map[opKey]time.Time{}
+	if len(rest) > 0 {
+		var err error
+		if known, recorded, err = x.store.claim(ctx, rest, sure, now); err != nil {
+			// The batch comes again: the rows claimed early are this executor's, never sent.
+			x.store.rememberClaims(early.claimed)
+			return nil, nil, err
+		}
+		for j, i := range at { // what the claim learnt of them
+			ops[i].void, ops[i].superseded, ops[i].invalid = rest[j].void, rest[j].superseded, rest[j].invalid
+		}
+	}
+	for k, t := range early.claimed {
+		recorded[k] = t
+	}
+	return known, recorded, nil
 }
 
 // joinDones yields once every done has: nil, or the first error.

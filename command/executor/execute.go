@@ -71,10 +71,11 @@ func (x *Executor) dispatch(ctx context.Context, o *operation) (decision, error)
 			return decision{outcome: out}, nil
 		}
 	}
-	at := x.cfg.Now()
+	at := x.cfg.Now() // the send's time, which its outcome reports
 	switch {
 	case !o.recordedAt.IsZero() && at.Sub(o.recordedAt) <= x.restampAfter():
-		at = o.recordedAt // the row's own time
+		// Its row, written a moment ago (by the batch's claim, or with its record: early.go),
+		// keeps its time.
 	case !o.recordedAt.IsZero():
 		// Its turn came long after the batch's claim (its account's earlier sends were slow),
 		// or its row is an earlier claim's that never sent it (ownClaims): the row is stamped

@@ -239,32 +239,43 @@ func (s *executions) claimFailed(ops []operation, eligible []bool, at time.Time)
 	}
 }
 
-// notStarted remembers the operations of a failed batch that its claim recorded as sent and
-// that were never started (an earlier operation's failure stopped the batch: Postgres
-// unreachable, say), as claimFailed does: the redelivered batch sends them.
-func (s *executions) notStarted(ops []*operation, at time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, o := range ops {
-		s.rememberClaim(o.key(), at)
+// releaseRows deletes the "sent" rows of keys written at ats and that nothing has touched
+// since (no outcome): this executor claimed them and never sent them, and will not (it is
+// stopping, or it no longer reads their partition: early.go), so that the next owner simply
+// sends them. It runs on its own short deadline (the executor's context may have ended); when
+// it fails, the rows stay, remembered as this executor's own (ownClaims): read here again
+// they are sent, read by another executor they are reconciled, as after a crash.
+func (s *executions) releaseRows(rows map[opKey]time.Time) {
+	if len(rows) == 0 {
+		return
 	}
-}
-
-// release deletes the "sent" rows that a claim at wrote for ops and that nothing has
-// touched since (no outcome): the executor is shutting down and never sent them. It runs on
-// its own short deadline (the executor's context has ended); when it fails, the rows stay
-// and the next owner reconciles them, as after a crash.
-func (s *executions) release(ops []*operation, at time.Time) {
-	ids, attempts := make([]string, len(ops)), make([]int32, len(ops))
-	for i, o := range ops {
-		ids[i], attempts[i] = o.op.OperationID, int32(o.op.Attempt)
+	var ids []string
+	var attempts []int32
+	var ats []time.Time
+	for k, at := range rows {
+		ids, attempts, ats = append(ids, k.id), append(attempts, int32(k.attempt)), append(ats, at)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	defer cancel()
-	_, err := s.pool.Exec(ctx, `DELETE FROM cmd.executions e USING unnest($1::text[], $2::int[]) AS k(id, attempt)
-		WHERE e.operation_id = k.id AND e.attempt = k.attempt AND e.outcome IS NULL AND e.sent_at = $3`, ids, attempts, at)
+	_, err := s.pool.Exec(ctx, `DELETE FROM cmd.executions e USING unnest($1::text[], $2::int[], $3::timestamptz[]) AS k(id, attempt, at)
+		WHERE e.operation_id = k.id AND e.attempt = k.attempt AND e.outcome IS NULL AND e.sent_at = k.at`, ids, attempts, ats)
 	if err != nil {
-		s.log.Warn("unsent operations keep their sent rows; the next owner reconciles them", "operations", len(ops), "err", err)
+		s.log.Warn("unsent operations keep their sent rows; the next owner reconciles them", "operations", len(rows), "err", err)
+		s.rememberClaims(rows)
+	}
+}
+
+// rememberClaims remembers the "sent" rows of this executor's claims that may be stored, each
+// with the time it carries, and that it never sent (ownClaims): those of a failed claim of an
+// early claim whose insert failed, and those of a batch that failed before starting them.
+func (s *executions) rememberClaims(rows map[opKey]time.Time) {
+	if len(rows) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, at := range rows {
+		s.rememberClaim(k, at)
 	}
 }
 

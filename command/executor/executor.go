@@ -73,6 +73,9 @@ type ExecutorConfig struct {
 	DeadLetter batch.DeadLetterer
 	// Observer is told of the consumer's claims, progress and failures (readiness).
 	Observer batch.Observer
+	// Early, when set, is shared with the gateway of this process, whose records then carry
+	// this executor's claims of the commands it will read (early.go).
+	Early *EarlyClaims
 	// Stage, when set, is told how long the stages of the order path the executor runs took
 	// (metrics): "picked" (from the command's append), "claimed", "sent", "appended" (from
 	// the decision).
@@ -130,8 +133,12 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Executor{cfg: cfg, store: store, log: cfg.Logger,
-		flush: newFlusher(cfg.Out, store, cfg.Logger, cfg.OnOutcome, cfg.Stage)}, nil
+	x := &Executor{cfg: cfg, store: store, log: cfg.Logger,
+		flush: newFlusher(cfg.Out, store, cfg.Logger, cfg.OnOutcome, cfg.Stage)}
+	if cfg.Early != nil {
+		x.cfg.Observer = earlyObserver{Observer: cfg.Observer, x: x}
+	}
+	return x, nil
 }
 
 // Run consumes commands until ctx ends, then returns nil. A batch is marked consumed only

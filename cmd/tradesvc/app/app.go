@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"tradesvc/command"
+	"tradesvc/command/executor"
 	"tradesvc/events"
 	"tradesvc/infra/clickhouse"
 	"tradesvc/infra/config"
@@ -61,6 +62,9 @@ type App struct {
 	ch          driver.Conn
 	pub         *kafka.Publisher
 	switches    *command.Switches
+	// early is shared by the gateway and the executor when this process runs both: the
+	// records then carry the executor's claims (command/executor/early.go).
+	early *executor.EarlyClaims
 
 	sim     *sim.Sim        // set when this process runs the simulator
 	port    mt5.TradeServer // the trade server the executor talks to
@@ -140,6 +144,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*App, error)
 			KeyedPlans: true, AsyncCommit: true}); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Has(config.RoleExecutor) && cfg.Has(config.RoleGateway) {
+		a.early = executor.NewEarlyClaims(a.now)
 	}
 	if cfg.Has(config.RoleExecutor) || cfg.Has(config.RoleGateway) {
 		// The executor appends outcomes and relays facts; the gateway's command handlers

@@ -77,9 +77,13 @@ func (a *App) commandHandlers(trading *projections.TradingReader, ref *projectio
 	if err != nil {
 		return command.Handlers{}, nil, err
 	}
-	h, err := command.NewHandlers(command.Deps{Records: records, Tags: tags, Log: log, Operations: trading, Orders: trading,
+	deps := command.Deps{Records: records, Tags: tags, Log: log, Operations: trading, Orders: trading,
 		Positions: trading, Symbols: ref, Quotes: market, QuoteMaxAge: a.cfg.QuoteMaxAge, Now: a.now,
-		Stage: a.metrics.OrderStage, Settlements: settlements})
+		Stage: a.metrics.OrderStage, Settlements: settlements}
+	if a.early != nil {
+		deps.EarlyClaims = a.early
+	}
+	h, err := command.NewHandlers(deps)
 	return h, records, err
 }
 
