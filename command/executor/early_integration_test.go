@@ -59,6 +59,20 @@ func (e *earlyEnv) record(op events.Operation, claim *command.EarlyClaim) []even
 	return envs
 }
 
+// claimed has the executor read login, then makes its claim of a new market order of login
+// and stores the order's record with it; it returns the order, the claim and the command's
+// envelopes (not appended yet).
+func (e *earlyEnv) claimed(login int64) (events.Operation, *command.EarlyClaim, []events.Envelope) {
+	e.t.Helper()
+	e.reads(login)
+	op := e.op(login)
+	claim := e.early.ClaimEarly(login, op.OperationID)
+	if claim == nil {
+		e.t.Fatal("no claim for a login whose partition the executor reads")
+	}
+	return op, claim, e.record(op, claim)
+}
+
 // sentAt reads the time op's "sent" row carries.
 func (e *earlyEnv) sentAt(op events.Operation) (time.Time, bool) {
 	var at time.Time
@@ -78,16 +92,10 @@ func TestExecutorSendsWhatItsRecordClaimed(t *testing.T) {
 	if c := e.early.ClaimEarly(login, "op-before"); c != nil {
 		t.Fatal("a claim for a login whose partition the executor was never seen to read")
 	}
-	e.reads(login)
+	op, claim, envs := e.claimed(login)
 	if c := e.early.ClaimEarly(1002, "op-other"); c != nil {
 		t.Fatal("a claim for a login the executor never read")
 	}
-	op := e.op(login)
-	claim := e.early.ClaimEarly(login, op.OperationID)
-	if claim == nil {
-		t.Fatal("no claim for a login whose partition the executor reads")
-	}
-	envs := e.record(op, claim)
 	e.early.ClaimedEarly(op.OperationID, claim, nil)
 	if err := e.cmds.AppendEnvelopes(e.ctx, events.TopicCommands(), envs...); err != nil {
 		t.Fatal(err)
@@ -109,13 +117,7 @@ func TestExecutorSendsWhatItsRecordMayHaveClaimed(t *testing.T) {
 	e := earlySetup(t)
 	e.start()
 	const login = 1001
-	e.reads(login)
-	op := e.op(login)
-	claim := e.early.ClaimEarly(login, op.OperationID)
-	if claim == nil {
-		t.Fatal("no claim")
-	}
-	envs := e.record(op, claim)
+	op, claim, envs := e.claimed(login)
 	e.early.ClaimedEarly(op.OperationID, claim, errors.New("connection reset by peer"))
 	if err := e.cmds.AppendEnvelopes(e.ctx, events.TopicCommands(), envs...); err != nil {
 		t.Fatal(err)
@@ -130,13 +132,7 @@ func TestExecutorReleasesTheClaimsOfCommandsItWillNotRead(t *testing.T) {
 	e := earlySetup(t)
 	stop := e.start()
 	const login = 1001
-	e.reads(login)
-	op := e.op(login)
-	claim := e.early.ClaimEarly(login, op.OperationID)
-	if claim == nil {
-		t.Fatal("no claim")
-	}
-	envs := e.record(op, claim)
+	op, claim, envs := e.claimed(login)
 	e.early.ClaimedEarly(op.OperationID, claim, nil)
 	stop()
 	deadline := time.Now().Add(20 * time.Second)
