@@ -322,16 +322,15 @@ func (s *Records) insert(ctx context.Context, recs []Record) ([]bool, error) {
 			resps[j] = &s
 		}
 	}
-	claimAt, claims := make([]*time.Time, n), 0
+	claimAt, claims := make([]*time.Time, n), false
 	for j, i := range tried {
 		if c := recs[i].Claim; c != nil {
-			claimAt[j] = &c.At
-			claims++
+			claimAt[j], claims = &c.At, true
 		}
 	}
 	args := []any{keys, ids, kinds, logins, ops, tags, attempts, hashes, cmds, resps, s.retention.Seconds()}
 	sql := insertRecordsSQL(roundCommit(recs, tried))
-	if claims > 0 {
+	if claims {
 		// Synchronous: a "sent" row lost in a crash could send an operation twice.
 		sql = insertClaimedRecordsSQL
 		args = append(args, claimAt)
@@ -347,7 +346,7 @@ func (s *Records) insert(ctx context.Context, recs []Record) ([]bool, error) {
 		var op string
 		var claimed bool
 		dest := []any{&k.apiKeyID, &k.coid, &op}
-		if claims > 0 {
+		if claims {
 			dest = append(dest, &claimed)
 		}
 		if err := rows.Scan(dest...); err != nil {

@@ -85,7 +85,7 @@ type EarlyClaimer interface {
 	ClaimEarly(login int64, operationID string) *EarlyClaim
 	// ClaimedEarly tells how the insert that carried c ended: without error, c.Claimed says
 	// whether the row was stored; with one, whether it was is unknown.
-	ClaimedEarly(operationID string, c *EarlyClaim, err error)
+	ClaimedEarly(c *EarlyClaim, err error)
 }
 
 // TagSource hands out correlation tags no other operation has (*Tags).
@@ -293,7 +293,7 @@ func (c *core) recordBeside(ctx context.Context, ps []prepared, recs []Record) (
 	inserted, err := c.records.Insert(ctx, recs)
 	for _, r := range recs {
 		if r.Claim != nil {
-			c.claims.ClaimedEarly(r.OperationID, r.Claim, err)
+			c.claims.ClaimedEarly(r.Claim, err)
 		}
 	}
 	c.stages(ps, "recorded")

@@ -76,7 +76,7 @@ func (e *EarlyClaims) ClaimEarly(login int64, operationID string) *command.Early
 }
 
 // ClaimedEarly implements command.EarlyClaimer.
-func (e *EarlyClaims) ClaimedEarly(operationID string, c *command.EarlyClaim, err error) {
+func (e *EarlyClaims) ClaimedEarly(c *command.EarlyClaim, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if r := e.inserting[c]; r != nil {
@@ -116,10 +116,10 @@ type earlyTaken struct {
 // inserts still under way, and learns the batch's logins as the partition's. A claim that is
 // being released is waited for and left out: its row is gone, or kept as unknown.
 func (e *EarlyClaims) take(ctx context.Context, partition int32, ops []operation) earlyTaken {
-	out := earlyTaken{claimed: map[opKey]time.Time{}, unknown: map[opKey]time.Time{}}
 	if e == nil {
-		return out
+		return earlyTaken{}
 	}
+	out := earlyTaken{claimed: map[opKey]time.Time{}, unknown: map[opKey]time.Time{}}
 	var mine, releasing []*earlyRow
 	var keys []opKey
 	e.mu.Lock()
@@ -212,7 +212,8 @@ func (e *EarlyClaims) released(rows []*earlyRow) {
 }
 
 // earlyObserver tells the early claims which partitions the executor holds, and releases the
-// claims of a partition it no longer holds.
+// claims of a partition it no longer holds; it passes everything on to the executor's own
+// Observer.
 type earlyObserver struct {
 	batch.Observer
 	x *Executor
@@ -220,42 +221,14 @@ type earlyObserver struct {
 
 func (o earlyObserver) Claimed(topic string, partition int32, next, highWater int64) {
 	o.x.cfg.Early.hold(partition)
-	if o.Observer != nil {
-		o.Observer.Claimed(topic, partition, next, highWater)
-	}
+	o.Observer.Claimed(topic, partition, next, highWater)
 }
 
 func (o earlyObserver) Released(topic string, partition int32) {
 	if rows := o.x.cfg.Early.release(partition); len(rows) > 0 {
 		go o.x.releaseEarly(rows) // an Observer must not block
 	}
-	if o.Observer != nil {
-		o.Observer.Released(topic, partition)
-	}
-}
-
-func (o earlyObserver) Applied(topic string, partition int32, events int, lastOffset int64, logTime time.Time, highWater int64) {
-	if o.Observer != nil {
-		o.Observer.Applied(topic, partition, events, lastOffset, logTime, highWater)
-	}
-}
-
-func (o earlyObserver) Failed(topic string, partition int32, attempt int, err error) {
-	if o.Observer != nil {
-		o.Observer.Failed(topic, partition, attempt, err)
-	}
-}
-
-func (o earlyObserver) Disconnected(err error) {
-	if o.Observer != nil {
-		o.Observer.Disconnected(err)
-	}
-}
-
-func (o earlyObserver) Parked(p batch.Parked) {
-	if o.Observer != nil {
-		o.Observer.Parked(p)
-	}
+	o.Observer.Released(topic, partition)
 }
 
 // releaseEarly deletes the rows of early claims no batch took, once their inserts have ended

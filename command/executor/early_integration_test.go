@@ -96,7 +96,7 @@ func TestExecutorSendsWhatItsRecordClaimed(t *testing.T) {
 	if c := e.early.ClaimEarly(1002, "op-other"); c != nil {
 		t.Fatal("a claim for a login the executor never read")
 	}
-	e.early.ClaimedEarly(op.OperationID, claim, nil)
+	e.early.ClaimedEarly(claim, nil)
 	if err := e.cmds.AppendEnvelopes(e.ctx, events.TopicCommands(), envs...); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestExecutorSendsWhatItsRecordMayHaveClaimed(t *testing.T) {
 	e.start()
 	const login = 1001
 	op, claim, envs := e.claimed(login)
-	e.early.ClaimedEarly(op.OperationID, claim, errors.New("connection reset by peer"))
+	e.early.ClaimedEarly(claim, errors.New("connection reset by peer"))
 	if err := e.cmds.AppendEnvelopes(e.ctx, events.TopicCommands(), envs...); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestExecutorReleasesTheClaimsOfCommandsItWillNotRead(t *testing.T) {
 	stop := e.start()
 	const login = 1001
 	op, claim, envs := e.claimed(login)
-	e.early.ClaimedEarly(op.OperationID, claim, nil)
+	e.early.ClaimedEarly(claim, nil)
 	stop()
 	deadline := time.Now().Add(20 * time.Second)
 	for {

@@ -266,8 +266,9 @@ func (s *executions) releaseRows(rows map[opKey]time.Time) {
 }
 
 // rememberClaims remembers the "sent" rows of this executor's claims that may be stored, each
-// with the time it carries, and that it never sent (ownClaims): those of a failed claim of an
-// early claim whose insert failed, and those of a batch that failed before starting them.
+// with the time it carries, and that it never sent (ownClaims): those of an early claim whose
+// insert failed, those a release could not delete, and those of a batch that failed before
+// starting them.
 func (s *executions) rememberClaims(rows map[opKey]time.Time) {
 	if len(rows) == 0 {
 		return

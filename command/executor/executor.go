@@ -136,7 +136,7 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	x := &Executor{cfg: cfg, store: store, log: cfg.Logger,
 		flush: newFlusher(cfg.Out, store, cfg.Logger, cfg.OnOutcome, cfg.Stage)}
 	if cfg.Early != nil {
-		x.cfg.Observer = earlyObserver{Observer: cfg.Observer, x: x}
+		x.cfg.Observer = earlyObserver{Observer: cmp.Or[batch.Observer](cfg.Observer, batch.NopObserver{}), x: x}
 	}
 	return x, nil
 }

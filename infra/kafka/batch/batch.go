@@ -172,7 +172,7 @@ func Run(ctx context.Context, cfg Config, handle Handler) error {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Observer == nil {
-		cfg.Observer = nopObserver{}
+		cfg.Observer = NopObserver{}
 	}
 	sc := *cfg.Sarama
 	sc.Consumer.Offsets.Initial = sarama.OffsetOldest

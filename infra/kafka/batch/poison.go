@@ -70,14 +70,15 @@ type Observer interface {
 	Parked(p Parked)
 }
 
-type nopObserver struct{}
+// NopObserver is told everything and does nothing (the default Observer).
+type NopObserver struct{}
 
-func (nopObserver) Claimed(string, int32, int64, int64)                 {}
-func (nopObserver) Released(string, int32)                              {}
-func (nopObserver) Applied(string, int32, int, int64, time.Time, int64) {}
-func (nopObserver) Failed(string, int32, int, error)                    {}
-func (nopObserver) Disconnected(error)                                  {}
-func (nopObserver) Parked(Parked)                                       {}
+func (NopObserver) Claimed(string, int32, int64, int64)                 {}
+func (NopObserver) Released(string, int32)                              {}
+func (NopObserver) Applied(string, int32, int, int64, time.Time, int64) {}
+func (NopObserver) Failed(string, int32, int, error)                    {}
+func (NopObserver) Disconnected(error)                                  {}
+func (NopObserver) Parked(Parked)                                       {}
 
 // IsTransient reports the errors that say a dependency is out of reach (network, timeouts,
 // a closed connection) rather than that a message cannot be applied.
