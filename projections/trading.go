@@ -571,7 +571,8 @@ func queueItems(b *pgx.Batch, items []*tradingItem, fresh bool, derived []opChan
 	}
 	for _, t := range tables {
 		if fresh && t == commandTable {
-			b.Queue(insertOperationsSQL, append(t.args(facts[t]), derivedArgs(derived)...)...)
+			args := t.args(facts[t])
+			b.Queue(insertOperationsSQL, append(args, derivedArgs(alignDerived(args[0].([]*string), derived))...)...)
 		} else if fresh && insertedNew[t] {
 			t.queueInsert(b, facts[t])
 		} else {

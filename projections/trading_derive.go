@@ -175,7 +175,7 @@ func opSymbols(ops []*loadedOp) []string {
 func (t *Trading) queueDerived(b *pgx.Batch, ops []*loadedOp) []opChange {
 	changes, writes := t.derive(ops)
 	if len(writes) > 0 {
-		b.Queue(updateDerivedSQL, derivedArgs(writes)...)
+		b.Queue(updateDerivedSQL, derivedArgs(changeRefs(writes))...)
 	}
 	return changes
 }
@@ -216,11 +216,17 @@ var derivedColumns = []factColumn{{"operation_id", "text"}, {"status", "text"}, 
 
 // derivedUnnest is the rows of derivedArgs from parameter $from on, as u(derivedColumns).
 func derivedUnnest(from int) string {
-	params, names := make([]string, len(derivedColumns)), make([]string, len(derivedColumns))
+	params, names := derivedParams(from)
+	return "unnest(" + params + ")\n\tAS u(" + names + ")"
+}
+
+// derivedParams are derivedArgs' parameters from $from on, typed, and derivedColumns' names.
+func derivedParams(from int) (params, names string) {
+	ps, ns := make([]string, len(derivedColumns)), make([]string, len(derivedColumns))
 	for i, c := range derivedColumns {
-		params[i], names[i] = fmt.Sprintf("$%d::%s[]", from+i, c.typ), c.name
+		ps[i], ns[i] = fmt.Sprintf("$%d::%s[]", from+i, c.typ), c.name
 	}
-	return "unnest(" + strings.Join(params, ", ") + ")\n\tAS u(" + strings.Join(names, ", ") + ")"
+	return strings.Join(ps, ", "), strings.Join(ns, ", ")
 }
 
 // updateDerivedSQL writes the derived columns of several operations in one statement, and the
@@ -249,10 +255,13 @@ WHERE o.operation_id = u.operation_id`
 
 // insertOperationsSQL inserts a fresh batch's operations (trading_fresh.go) with their derived
 // columns and folded outcomes: the command's columns (commandTable's) as text arrays, then
-// derivedArgs of the operations whose row holds more than a command's (the others get the
-// columns' defaults, as the command's own insert gives them). One write of each row, where
-// the command's insert and the derivation's update wrote it twice (an update that moves an
-// indexed column is a new row version and an entry in every index).
+// derivedArgs aligned with them (alignDerived: a row of NULLs for an operation whose row holds
+// no more than a command's, which gets the columns' defaults, as the command's own insert gives
+// them). One write of each row, where the command's insert and the derivation's update wrote it
+// twice (an update that moves an indexed column is a new row version and an entry in every
+// index). One unnest of both, not a join of two: with hash joins off (KeyedPlans) a join of
+// the derived rows to the commands rescanned them once per command, a cost that grew with the
+// square of the batch (124 ms for 74 operations, a fifth of Postgres' time at 1,000 orders/s).
 var insertOperationsSQL = `INSERT INTO rm.operations (` + commandTable.list + `, status, code, retcode, msg,
 	order_id, deal_id, position_id, exec_price, executed_volume, updated_at, deal_count, derived_attempt,
 	derived_decided, version, out_attempt, out_status, out_code, out_retcode, out_msg, out_unanswered, out_order_id,
@@ -267,24 +276,58 @@ SELECT ` + commandTable.typed + `, coalesce(u.status, 'ACCEPTED'), u.code, u.ret
 	CASE WHEN u.has_out THEN u.out_order_id END, CASE WHEN u.has_out THEN u.out_deal_id END,
 	CASE WHEN u.has_out THEN u.out_position_id END, CASE WHEN u.has_out THEN u.out_price END,
 	CASE WHEN u.has_out THEN u.out_volume END, CASE WHEN u.has_out THEN u.out_decided_at END
-FROM ` + commandTable.from + `
-LEFT JOIN ` + derivedUnnest(commandTable.cols+1) + ` ON u.operation_id = x.c1`
+FROM ` + insertOperationsFrom()
+
+// insertOperationsFrom is insertOperationsSQL's rows: the command's arrays and derivedArgs'
+// in one unnest, as u(c1, …, derivedColumns).
+func insertOperationsFrom() string {
+	params, names := derivedParams(commandTable.cols + 1)
+	return "unnest(" + commandTable.params + ", " + params + ")\n\tAS u(" + commandTable.raw + ", " + names + ")"
+}
+
+// alignDerived lines derived up with the operation ids of a fresh batch's commands (the first
+// column of their rows, commandTable.args): the change of each command's operation, nil where
+// there is none.
+func alignDerived(ids []*string, derived []opChange) []*opChange {
+	byID := make(map[string]*opChange, len(derived))
+	for i := range derived {
+		if _, dup := byID[derived[i].OperationID]; !dup {
+			byID[derived[i].OperationID] = &derived[i]
+		}
+	}
+	aligned := make([]*opChange, len(ids))
+	for i, id := range ids {
+		if id != nil {
+			aligned[i] = byID[*id]
+		}
+	}
+	return aligned
+}
+
+// changeRefs are pointers to the elements of changes (derivedArgs' argument).
+func changeRefs(changes []opChange) []*opChange {
+	refs := make([]*opChange, len(changes))
+	for i := range changes {
+		refs[i] = &changes[i]
+	}
+	return refs
+}
 
 // derivedArgs are the arrays of updateDerivedSQL and insertOperationsSQL: the operation ids,
-// then one per derived column (derivedColumns).
-func derivedArgs(changes []opChange) []any {
+// then one per derived column (derivedColumns); a nil change is a row of NULLs.
+func derivedArgs(changes []*opChange) []any {
 	n := len(changes)
 	var (
-		ids, statuses                  = make([]string, n), make([]string, n)
+		ids, statuses                  = make([]*string, n), make([]*string, n)
 		codes, retcodes                = make([]*int32, n), make([]*int32, n)
 		msgs                           = make([]*string, n)
 		orderIDs, dealIDs, positionIDs = make([]*int64, n), make([]*int64, n), make([]*int64, n)
 		prices, volumes                = make([]*string, n), make([]*string, n)
-		updated                        = make([]int64, n)
-		deals, attempts                = make([]int32, n), make([]int32, n)
-		decided, changed               = make([]bool, n), make([]bool, n)
+		updated                        = make([]*int64, n)
+		deals, attempts                = make([]*int32, n), make([]*int32, n)
+		decided, changed               = make([]*bool, n), make([]*bool, n)
 
-		hasOut                            = make([]bool, n)
+		hasOut                            = make([]*bool, n)
 		outAttempts                       = make([]*int32, n)
 		outStatuses, outMsgs              = make([]*string, n), make([]*string, n)
 		outCodes, outRetcodes             = make([]*int32, n), make([]*int32, n)
@@ -294,15 +337,19 @@ func derivedArgs(changes []opChange) []any {
 		outDecided                        = make([]*int64, n)
 	)
 	for i, c := range changes {
+		if c == nil {
+			continue
+		}
 		d := c.Derived
-		ids[i], statuses[i], updated[i], decided[i], changed[i] = c.OperationID, string(d.Status), d.UpdatedAt, d.Decided, c.changed
-		deals[i], attempts[i] = int32(d.Deals), int32(d.Attempt)
+		status, deal, attempt, has := string(d.Status), int32(d.Deals), int32(d.Attempt), c.out != nil
+		ids[i], statuses[i], updated[i], decided[i], changed[i] = &c.OperationID, &status, &d.UpdatedAt, &d.Decided, &c.changed
+		deals[i], attempts[i], hasOut[i] = &deal, &attempt, &has
 		codes[i], retcodes[i] = nonZero32(d.Code), nonZero32(d.Retcode)
 		msgs[i], prices[i], volumes[i] = nonEmpty(d.Msg), decpOrNull(d.ExecPrice), decpOrNull(d.ExecutedVolume)
 		orderIDs[i], dealIDs[i], positionIDs[i] = nonZero64(d.OrderID), nonZero64(d.DealID), nonZero64(d.PositionID)
 		if x := c.out; x != nil {
 			a, st, un, at := int32(x.Attempt), x.Status, x.Unanswered, x.DecidedAt
-			hasOut[i], outAttempts[i], outStatuses[i], outUnanswered[i], outDecided[i] = true, &a, &st, &un, &at
+			outAttempts[i], outStatuses[i], outUnanswered[i], outDecided[i] = &a, &st, &un, &at
 			outCodes[i], outRetcodes[i], outMsgs[i] = nonZero32(x.Code), nonZero32(x.Retcode), nonEmpty(x.Msg)
 			outOrders[i], outDeals[i], outPositions[i] = nonZero64(x.OrderID), nonZero64(x.DealID), nonZero64(x.Position)
 			outPrices[i], outVolumes[i] = decpOrNull(x.Price), decpOrNull(x.Volume)

@@ -136,6 +136,8 @@ type factTable struct {
 	// to its column's type) and the arrays they come from, x(c1, c2, …), for a statement that
 	// inserts more besides (insertOperationsSQL).
 	list, typed, from string
+	// params and raw are from's pieces: the typed parameters and the columns x(c1, c2, …).
+	params, raw string
 }
 
 type factColumn struct{ name, typ string }
@@ -199,7 +201,8 @@ SELECT ord FROM ranked ` + stored + `
 WHERE ranked.pick = 1 AND stored.k IS NULL`
 	}
 	ft := &factTable{sql: sql, cols: len(f.cols), row: f.row, list: list, typed: strings.Join(typed, ", "),
-		from: `unnest(` + strings.Join(params, ", ") + `) AS x(` + strings.Join(raw, ", ") + `)`}
+		params: strings.Join(params, ", "), raw: strings.Join(raw, ", ")}
+	ft.from = `unnest(` + ft.params + `) AS x(` + ft.raw + `)`
 	ft.insertSQL = `INSERT INTO ` + table + ` (` + list + `) SELECT ` + ft.typed + ` FROM ` + ft.from
 	return ft
 }
