@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -263,14 +262,17 @@ func (s *Server) run(c *fiber.Ctx, ep *Endpoint, h HandlerFunc, r *Request) erro
 }
 
 // account checks a login the request names (a route's, or a batch item's): out of the key's
-// scope, nonexistent or inactive is -2022.
+// scope, nonexistent or inactive is -2022. It runs before anything of the request (or of the
+// item) is done, so a store that cannot answer is -1000, service unavailable, as for the key
+// and the rate limits.
 func (s *Server) account(ctx context.Context, r *Request, login int64) (*query.Account, error) {
 	if r.auth == nil || !r.auth.InScope(login) {
 		return nil, errOutOfScope
 	}
 	acc, ok, err := s.deps.Accounts.Account(ctx, login)
 	if err != nil {
-		return nil, fmt.Errorf("read account %d: %w", login, err)
+		s.log.Error("gateway: account lookup failed", "login", login, "err", err)
+		return nil, errUnavailable
 	}
 	if !ok {
 		return nil, errOutOfScope

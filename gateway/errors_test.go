@@ -297,6 +297,16 @@ func TestAccountReadFailureIs1001(t *testing.T) {
 	expectErr(t, must(t)(c.Signed(bg, "GET", "/v1/account", vals("login", "1001"), gwclient.InQuery)), 500, -1001)
 }
 
+// An order's account is checked before anything of it is done: a store that cannot answer is
+// -1000 (503: nothing was done, retry with backoff), as for the key and the rate limits, not
+// an internal error.
+func TestOrdersAccountStoreDownIs1000(t *testing.T) {
+	e, c := start(t, gateway.Config{}, nil)
+	e.Accounts.Fail(gwtest.ErrDown)
+	expectErr(t, must(t)(c.Signed(bg, "POST", "/v1/order", vals("login", "1001", "symbol", "EURUSD", "side", "BUY",
+		"type", "MARKET", "volume", "0.1"), gwclient.InBody)), 503, -1000)
+}
+
 func TestNoQuoteYetIs5003(t *testing.T) {
 	e, c := start(t, gateway.Config{}, nil)
 	s := gwtest.EURUSD()
