@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"tradesvc/infra/testenv"
 )
 
@@ -35,14 +33,7 @@ func TestInsertOperationsReadsTheBatchOnceWithoutAJoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	params := commandTable.cols + len(derivedColumns)
-	rows, err := tx.Query(ctx, "EXPLAIN EXECUTE insert_operations("+strings.TrimSuffix(strings.Repeat("NULL, ", params), ", ")+")")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := testenv.Explain(t, ctx, tx, "EXECUTE insert_operations("+strings.TrimSuffix(strings.Repeat("NULL, ", params), ", ")+")")
 	text := strings.Join(plan, "\n")
 	scans := 0
 	for _, line := range plan {

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"tradesvc/command/executor"
 	"tradesvc/infra/testenv"
 )
@@ -47,15 +45,8 @@ func TestSweeperProbesExecutionsPerRecordAndNeverReadsTheWholeTable(t *testing.T
 			t.Fatal(err)
 		}
 	}
-	rows, err := pool.Query(ctx, "EXPLAIN "+executor.ExpiredQuery, window, window.Add(7*time.Second),
+	plan := testenv.Explain(t, ctx, pool, executor.ExpiredQuery, window, window.Add(7*time.Second),
 		executor.SentTypes, executor.SentKinds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
 	text := strings.Join(plan, "\n")
 	probes := 0
 	for i, line := range plan {

@@ -78,3 +78,20 @@ func within30s(t testing.TB, what string, run func(ctx context.Context) error) {
 		t.Fatalf("%s: %v", what, err)
 	}
 }
+
+// Explain returns the lines of the plan q makes for sql with args (EXPLAIN sql), failing the
+// test on any error.
+func Explain(t testing.TB, ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, sql string, args ...any) []string {
+	t.Helper()
+	rows, err := q.Query(ctx, "EXPLAIN "+sql, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
