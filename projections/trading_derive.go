@@ -261,7 +261,8 @@ WHERE o.operation_id = u.operation_id`
 // twice (an update that moves an indexed column is a new row version and an entry in every
 // index). One unnest of both, not a join of two: with hash joins off (KeyedPlans) a join of
 // the derived rows to the commands rescanned them once per command, a cost that grew with the
-// square of the batch (124 ms for 74 operations, a fifth of Postgres' time at 1,000 orders/s).
+// square of the batch (124 ms for 74 operations; a third of Postgres' statement time at 1,000
+// orders/s).
 var insertOperationsSQL = `INSERT INTO rm.operations (` + commandTable.list + `, status, code, retcode, msg,
 	order_id, deal_id, position_id, exec_price, executed_volume, updated_at, deal_count, derived_attempt,
 	derived_decided, version, out_attempt, out_status, out_code, out_retcode, out_msg, out_unanswered, out_order_id,
