@@ -308,6 +308,7 @@ func (s *Records) insert(ctx context.Context, recs []Record) ([]bool, error) {
 		make([][]byte, n)
 	logins, attempts := make([]int64, n), make([]int32, n)
 	cmds, resps := make([]string, n), make([]*string, n)
+	claimAt, claims := make([]*time.Time, n), false
 	for j, i := range tried {
 		r := recs[i]
 		cmd, err := json.Marshal(r.Envelopes)
@@ -321,11 +322,8 @@ func (s *Records) insert(ctx context.Context, recs []Record) ([]bool, error) {
 			s := string(r.Response)
 			resps[j] = &s
 		}
-	}
-	claimAt, claims := make([]*time.Time, n), false
-	for j, i := range tried {
-		if c := recs[i].Claim; c != nil {
-			claimAt[j], claims = &c.At, true
+		if r.Claim != nil {
+			claimAt[j], claims = &r.Claim.At, true
 		}
 	}
 	args := []any{keys, ids, kinds, logins, ops, tags, attempts, hashes, cmds, resps, s.retention.Seconds()}

@@ -175,7 +175,7 @@ func opSymbols(ops []*loadedOp) []string {
 func (t *Trading) queueDerived(b *pgx.Batch, ops []*loadedOp) []opChange {
 	changes, writes := t.derive(ops)
 	if len(writes) > 0 {
-		b.Queue(updateDerivedSQL, derivedArgs(changeRefs(writes))...)
+		b.Queue(updateDerivedSQL, derivedArgs(writes)...)
 	}
 	return changes
 }
@@ -255,9 +255,9 @@ WHERE o.operation_id = u.operation_id`
 
 // insertOperationsSQL inserts a fresh batch's operations (trading_fresh.go) with their derived
 // columns and folded outcomes: the command's columns (commandTable's) as text arrays, then
-// derivedArgs aligned with them (alignDerived: a row of NULLs for an operation whose row holds
-// no more than a command's, which gets the columns' defaults, as the command's own insert gives
-// them). One write of each row, where the command's insert and the derivation's update wrote it
+// derivedArgs aligned with them (alignDerived: a zero change for an operation whose row holds
+// no more than a command's, whose empty status and false flags give the columns' defaults, as
+// the command's own insert gives them). One write of each row, where the command's insert and the derivation's update wrote it
 // twice (an update that moves an indexed column is a new row version and an entry in every
 // index). One unnest of both, not a join of two: with hash joins off (KeyedPlans) a join of
 // the derived rows to the commands rescanned them once per command, a cost that grew with the
@@ -267,7 +267,7 @@ var insertOperationsSQL = `INSERT INTO rm.operations (` + commandTable.list + `,
 	order_id, deal_id, position_id, exec_price, executed_volume, updated_at, deal_count, derived_attempt,
 	derived_decided, version, out_attempt, out_status, out_code, out_retcode, out_msg, out_unanswered, out_order_id,
 	out_deal_id, out_position_id, out_price, out_volume, out_decided_at)
-SELECT ` + commandTable.typed + `, coalesce(u.status, 'ACCEPTED'), u.code, u.retcode, u.msg,
+SELECT ` + commandTable.typed + `, coalesce(nullif(u.status, ''), 'ACCEPTED'), u.code, u.retcode, u.msg,
 	u.order_id, u.deal_id, u.position_id, u.exec_price, u.executed_volume, coalesce(u.updated_at, 0),
 	coalesce(u.deal_count, 0), coalesce(u.derived_attempt, 0), coalesce(u.derived_decided, false),
 	CASE WHEN u.changed THEN 1 ELSE 0 END,
@@ -287,48 +287,42 @@ func insertOperationsFrom() string {
 }
 
 // alignDerived lines derived up with the operation ids of a fresh batch's commands (the first
-// column of their rows, commandTable.args): the change of each command's operation, nil where
-// there is none.
-func alignDerived(ids []*string, derived []opChange) []*opChange {
-	byID := make(map[string]*opChange, len(derived))
+// column of their rows, commandTable.args): the change of each command's operation, the zero
+// change where there is none.
+func alignDerived(ids []*string, derived []opChange) []opChange {
+	byID := make(map[string]int, len(derived))
 	for i := range derived {
 		if _, dup := byID[derived[i].OperationID]; !dup {
-			byID[derived[i].OperationID] = &derived[i]
+			byID[derived[i].OperationID] = i
 		}
 	}
-	aligned := make([]*opChange, len(ids))
+	aligned := make([]opChange, len(ids))
 	for i, id := range ids {
-		if id != nil {
-			aligned[i] = byID[*id]
+		if id == nil {
+			continue
+		}
+		if j, ok := byID[*id]; ok {
+			aligned[i] = derived[j]
 		}
 	}
 	return aligned
 }
 
-// changeRefs are pointers to the elements of changes (derivedArgs' argument).
-func changeRefs(changes []opChange) []*opChange {
-	refs := make([]*opChange, len(changes))
-	for i := range changes {
-		refs[i] = &changes[i]
-	}
-	return refs
-}
-
 // derivedArgs are the arrays of updateDerivedSQL and insertOperationsSQL: the operation ids,
-// then one per derived column (derivedColumns); a nil change is a row of NULLs.
-func derivedArgs(changes []*opChange) []any {
+// then one per derived column (derivedColumns).
+func derivedArgs(changes []opChange) []any {
 	n := len(changes)
 	var (
-		ids, statuses                  = make([]*string, n), make([]*string, n)
+		ids, statuses                  = make([]string, n), make([]string, n)
 		codes, retcodes                = make([]*int32, n), make([]*int32, n)
 		msgs                           = make([]*string, n)
 		orderIDs, dealIDs, positionIDs = make([]*int64, n), make([]*int64, n), make([]*int64, n)
 		prices, volumes                = make([]*string, n), make([]*string, n)
-		updated                        = make([]*int64, n)
-		deals, attempts                = make([]*int32, n), make([]*int32, n)
-		decided, changed               = make([]*bool, n), make([]*bool, n)
+		updated                        = make([]int64, n)
+		deals, attempts                = make([]int32, n), make([]int32, n)
+		decided, changed               = make([]bool, n), make([]bool, n)
 
-		hasOut                            = make([]*bool, n)
+		hasOut                            = make([]bool, n)
 		outAttempts                       = make([]*int32, n)
 		outStatuses, outMsgs              = make([]*string, n), make([]*string, n)
 		outCodes, outRetcodes             = make([]*int32, n), make([]*int32, n)
@@ -338,13 +332,9 @@ func derivedArgs(changes []*opChange) []any {
 		outDecided                        = make([]*int64, n)
 	)
 	for i, c := range changes {
-		if c == nil {
-			continue
-		}
 		d := c.Derived
-		status, deal, attempt, has := string(d.Status), int32(d.Deals), int32(d.Attempt), c.out != nil
-		ids[i], statuses[i], updated[i], decided[i], changed[i] = &c.OperationID, &status, &d.UpdatedAt, &d.Decided, &c.changed
-		deals[i], attempts[i], hasOut[i] = &deal, &attempt, &has
+		ids[i], statuses[i], updated[i], decided[i], changed[i] = c.OperationID, string(d.Status), d.UpdatedAt, d.Decided, c.changed
+		deals[i], attempts[i], hasOut[i] = int32(d.Deals), int32(d.Attempt), c.out != nil
 		codes[i], retcodes[i] = nonZero32(d.Code), nonZero32(d.Retcode)
 		msgs[i], prices[i], volumes[i] = nonEmpty(d.Msg), decpOrNull(d.ExecPrice), decpOrNull(d.ExecutedVolume)
 		orderIDs[i], dealIDs[i], positionIDs[i] = nonZero64(d.OrderID), nonZero64(d.DealID), nonZero64(d.PositionID)
