@@ -40,8 +40,12 @@ func writeError(c *fiber.Ctx, log *slog.Logger, err error) error {
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(se.retry))
 	}
 	status, env := errorStatus(err)
-	if status == fiber.StatusInternalServerError {
+	var rf storeFailure
+	switch {
+	case status == fiber.StatusInternalServerError:
 		log.Error("gateway: internal error", "method", c.Method(), "path", c.Path(), "err", err)
+	case errors.As(err, &rf):
+		log.Error("gateway: store failed", "method", c.Method(), "path", c.Path(), "err", rf.err)
 	}
 	return send(c, status, env)
 }
@@ -57,6 +61,7 @@ func errorStatus(err error) (int, envelope) {
 	var op *RejectedOperation
 	var se *statusError
 	var fe *fiber.Error
+	var rf storeFailure
 	switch {
 	case errors.As(err, &op):
 		return op.HTTPStatus(), envelope{Code: op.Code, Msg: op.Msg, MT5RetCode: op.Retcode, Status: op.Status,
@@ -67,6 +72,8 @@ func errorStatus(err error) (int, envelope) {
 		return se.status, envelope{Code: se.code, Msg: se.msg}
 	case errors.As(err, &fe):
 		return fe.Code, fiberEnvelope(fe)
+	case errors.As(err, &rf):
+		return errorStatus(errUnavailable)
 	}
 	return fiber.StatusInternalServerError, envelope{Code: events.CodeInternal, Msg: "Internal error; unable to process your request. Please try again."}
 }
@@ -89,6 +96,24 @@ func fiberEnvelope(fe *fiber.Error) envelope {
 		return envelope{Code: events.CodeInternal, Msg: "Internal error; unable to process your request. Please try again."}
 	}
 	return envelope{Code: events.CodeNotSupported, Msg: "Malformed HTTP request."}
+}
+
+// storeFailure is a read, or a listen key's create, keep-alive or delete, that failed
+// otherwise than with a rejection: its store could not answer (Postgres or ClickHouse down).
+// None of them changes anything a retry would double, so it answers -1000, service
+// unavailable (retry with backoff), as a key lookup or an order's account check that cannot
+// reach the store does, rather than -1001.
+type storeFailure struct{ err error }
+
+func (e storeFailure) Error() string { return "store failed: " + e.err.Error() }
+func (e storeFailure) Unwrap() error { return e.err }
+
+// unavailable turns err into a storeFailure unless it is a rejection (or nil).
+func unavailable(err error) error {
+	if status, _ := errorStatus(err); err != nil && status == fiber.StatusInternalServerError {
+		return storeFailure{err}
+	}
+	return err
 }
 
 func send(c *fiber.Ctx, status int, body envelope) error {

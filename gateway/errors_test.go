@@ -291,10 +291,12 @@ func TestKeyStoreDownIs1000(t *testing.T) {
 	expectErr(t, must(t)(c.Keyed(bg, "GET", "/v1/ticker/price", nil)), 503, -1000)
 }
 
-func TestAccountReadFailureIs1001(t *testing.T) {
+// A read whose store cannot answer did nothing: -1000 (503, retry with backoff), not an
+// internal error.
+func TestAccountReadFailureIs1000(t *testing.T) {
 	e, c := start(t, gateway.Config{}, nil)
 	e.Accounts.Fail(gwtest.ErrDown)
-	expectErr(t, must(t)(c.Signed(bg, "GET", "/v1/account", vals("login", "1001"), gwclient.InQuery)), 500, -1001)
+	expectErr(t, must(t)(c.Signed(bg, "GET", "/v1/account", vals("login", "1001"), gwclient.InQuery)), 503, -1000)
 }
 
 // An order's account is checked before anything of it is done: a store that cannot answer is

@@ -26,7 +26,7 @@ func answer[Q, R any](query func(*Request) (Q, error), handle func(context.Conte
 		}
 		res, err := handle(c.UserContext(), q)
 		if err != nil {
-			return err
+			return unavailable(err)
 		}
 		return c.JSON(&res)
 	}

@@ -91,7 +91,7 @@ func (s *Server) registerListenKeys(u *streams.Users) {
 			}
 			lk, err := u.CreateListenKey(c.UserContext(), id, r.Key.APIKey)
 			if err != nil {
-				return err
+				return unavailable(err)
 			}
 			return c.JSON(struct {
 				ListenKey string `json:"listenKey"`
@@ -104,7 +104,7 @@ func (s *Server) registerListenKeys(u *streams.Users) {
 				return err
 			}
 			if err := u.ExtendListenKey(c.UserContext(), id, r.Params.Optional("listenKey")); err != nil {
-				return err
+				return unavailable(err)
 			}
 			return c.JSON(struct{}{})
 		})
@@ -119,7 +119,7 @@ func (s *Server) registerListenKeys(u *streams.Users) {
 				return err
 			}
 			if err := u.DeleteListenKey(c.UserContext(), id, lk); err != nil {
-				return err
+				return unavailable(err)
 			}
 			return c.JSON(struct{}{})
 		})

@@ -5,6 +5,8 @@ package faults
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"tradesvc/cmd/tradesvc/app"
 	"tradesvc/cmd/tradesvc/app/apptest"
 	"tradesvc/events/dec"
+	"tradesvc/gateway/gwclient"
 	"tradesvc/infra/health"
 )
 
@@ -100,9 +103,10 @@ func TestKafkaStoppedQuotesResumeAndReadyzReportsTheStaleness(t *testing.T) {
 	apptest.Eventually(t, 60*time.Second, "the service ready again", func() bool { return svc.App.Health().Report().Ready })
 }
 
-// Postgres is stopped: /readyz names it (postgres unreachable) while it is down; the
-// projections retry rather than park anything; once it is back the service is ready again
-// and a deposit made during the outage is in the read model exactly once.
+// Postgres is stopped: /readyz names it (postgres unreachable) while it is down, and reads
+// and listen-key calls answer 503 -1000 (nothing was done; never 500); the projections retry
+// rather than park anything; once it is back the service is ready again and a deposit made
+// during the outage is in the read model exactly once.
 func TestPostgresStoppedReadyzNamesItAndProjectionsResume(t *testing.T) {
 	vars := apptest.Vars(t)
 	vars["TRADESVC_HEALTH_INTERVAL"] = "500ms"
@@ -110,6 +114,13 @@ func TestPostgresStoppedReadyzNamesItAndProjectionsResume(t *testing.T) {
 	ctx := context.Background()
 	svc.WaitForAccount(t, 60*time.Second, 1001)
 	apptest.Eventually(t, 60*time.Second, "the service ready", func() bool { return svc.App.Health().Report().Ready })
+	c := svc.Client(unlimited(t, svc))
+	openOrders := func() (*gwclient.Response, error) {
+		return c.Signed(ctx, http.MethodGet, "/v1/openOrders", url.Values{"login": {"1001"}}, gwclient.InQuery)
+	}
+	if res, err := openOrders(); err != nil || res.Status != http.StatusOK { // the key and the account cached
+		t.Fatalf("GET /v1/openOrders before the outage: %v %+v", err, res)
+	}
 	balance := func() (string, error) {
 		var b string
 		err := svc.PG.QueryRow(ctx, `SELECT balance::text FROM rm.accounts WHERE login = 1001`).Scan(&b)
@@ -126,6 +137,18 @@ func TestPostgresStoppedReadyzNamesItAndProjectionsResume(t *testing.T) {
 		r := svc.App.Health().Report()
 		return !r.Ready && !r.Dependencies["postgres"].OK && hasReason(r, "postgres unreachable")
 	})
+	for name, call := range map[string]func() (*gwclient.Response, error){
+		"GET /v1/openOrders": openOrders,
+		"POST /v1/listenKey": func() (*gwclient.Response, error) { return c.Keyed(ctx, http.MethodPost, "/v1/listenKey", nil) },
+	} {
+		res, err := call()
+		if err != nil {
+			t.Fatalf("%s with Postgres down: %v", name, err)
+		}
+		if e, _ := res.Err(); res.Status != http.StatusServiceUnavailable || e.Code != -1000 {
+			t.Errorf("%s with Postgres down: %d %s, want 503 -1000", name, res.Status, res.Body)
+		}
+	}
 	if _, err := svc.App.Sim().Deposit(1001, dec.MustParse("77.77")); err != nil {
 		t.Fatal(err)
 	}
