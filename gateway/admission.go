@@ -26,7 +26,9 @@ import (
 //     while the path lags it falls below what is in flight, by a tenth every Adjust, and
 //     while the path keeps up and the bound is nearly reached it rises by a tenth. Past a lag,
 //     the gateway then lets in about what the path took before it, instead of everything
-//     offered at once (a burst that would lag again);
+//     offered at once (a burst that would lag again). It also falls, more gently, while the
+//     process is short of CPU (MaxSchedDelay) and while the path holds a standing queue
+//     (QueueTarget: even the fastest operation decided waits), long before a lag;
 //   - risk-reducing operations (cancels, closes, sweeps) are admitted up to bounds RiskFactor
 //     times as large (of MaxInFlight, not of the adaptive bound), so that a client can always
 //     flatten.
@@ -58,7 +60,24 @@ type Admission struct {
 	adjusted  time.Time     // when it was last considered
 	sched     time.Duration // the scheduling latency p99 adapt read last
 	hot       int           // windows in a row whose scheduling latency was past MaxSchedDelay
+	// fastest is the shortest wait of an operation seen decided since adapt last ran (0:
+	// none yet), and floor what adapt last read of it: the window's wait floor (0: nothing
+	// decided in it). waitBase holds the lowest floors of this basePeriod and the previous
+	// one (what the path takes with no queue: the trade server's own latency included), from
+	// baseAt. standing counts the windows in a row whose floor was past the base by more than
+	// QueueTarget.
+	fastest  time.Duration
+	floor    time.Duration
+	waitBase [2]time.Duration
+	baseAt   time.Time
+	standing int
+	lowered  string // why adapt last lowered the bound
 }
+
+// basePeriod is how long a lowest wait floor is kept as the path's base: long enough to hold
+// a moment without a queue (the bound brings one about), short enough to follow a trade
+// server that became slower.
+const basePeriod = 10 * time.Second
 
 // saturatedWindows is how many Adjust windows in a row the scheduling latency must be past
 // MaxSchedDelay for the process to count as saturated: one slow window (a collection, a
@@ -69,7 +88,7 @@ const saturatedWindows = 2
 type AdmissionConfig struct {
 	// MaxInFlight is how many queued operations may await their outcome before new
 	// exposure is shed (default 4000); MinInFlight the least the adaptive bound falls to
-	// while the path lags (default 300, at most MaxInFlight), Adjust how often it may move
+	// while the path lags (default 60, at most MaxInFlight), Adjust how often it may move
 	// (default MaxAge / 5).
 	MaxInFlight int
 	MinInFlight int
@@ -87,11 +106,22 @@ type AdmissionConfig struct {
 	// SchedDelay reads it (default: the runtime's, SchedLatency.P99).
 	MaxSchedDelay time.Duration
 	SchedDelay    func() time.Duration
+	// QueueTarget: when, in two Adjust windows in a row that decided anything, even the
+	// fastest operation seen decided awaited its outcome longer than this beyond the path's
+	// base (the lowest such floor of the last 10 to 20 s: what it takes without a queue), the
+	// path holds a standing queue, and the in-flight bound falls as while the process is
+	// saturated. A burst (a collection, a checkpoint) makes some operations wait; only a
+	// queue that never drains makes every one of them wait (CoDel's signal). It reacts long
+	// before StaleLimit operations are MaxAge late (default 150ms).
+	QueueTarget time.Duration
 	// Forget drops an operation never seen decided after this long (an outcome the change
 	// feed missed while it reconnected; default 10 s).
 	Forget time.Duration
 	// OnShed, when set, counts each shed request (metrics): its kind and the bound passed.
 	OnShed func(kind, reason string)
+	// OnLower, when set, counts each window in which the in-flight bound was lowered (or held
+	// at MinInFlight), by cause: "lagging", "cpu" (MaxSchedDelay) or "queue" (QueueTarget).
+	OnLower func(cause string)
 }
 
 func (c *AdmissionConfig) defaults() {
@@ -99,9 +129,10 @@ func (c *AdmissionConfig) defaults() {
 	c.MaxAge = check.PositiveOr(c.MaxAge, 750*time.Millisecond)
 	c.StaleLimit = check.PositiveOr(c.StaleLimit, 100)
 	c.RiskFactor = check.PositiveOr(c.RiskFactor, 4)
-	c.MinInFlight = min(check.PositiveOr(c.MinInFlight, 300), c.MaxInFlight)
+	c.MinInFlight = min(check.PositiveOr(c.MinInFlight, 60), c.MaxInFlight)
 	c.Adjust = check.PositiveOr(c.Adjust, c.MaxAge/5)
 	c.Forget = check.PositiveOr(c.Forget, 10*time.Second)
+	c.QueueTarget = check.PositiveOr(c.QueueTarget, 150*time.Millisecond)
 	if c.MaxSchedDelay > 0 && c.SchedDelay == nil {
 		c.SchedDelay = NewSchedLatency().P99
 	}
@@ -281,9 +312,10 @@ func (a *Admission) trim(now time.Time) {
 // adapt moves the in-flight bound, at most every Adjust (a.mu held); "in flight" is what the
 // bound counts (queued and admitting). While the path lags, to nine tenths of what is in
 // flight (or of the bound, when less is); while the process is saturated (MaxSchedDelay, two
-// windows in a row), to nine tenths of twice what is in flight (or of the bound); never below
-// MinInFlight. While the path keeps up and four fifths of the bound are in flight, up by a
-// tenth, never above MaxInFlight.
+// windows in a row) or the path holds a standing queue (QueueTarget, two windows in a row,
+// at least MinInFlight in flight), to nine tenths of twice what is in flight (or of the
+// bound); never below MinInFlight. While the path keeps up and four fifths of the bound are
+// in flight, up by a tenth, never above MaxInFlight.
 func (a *Admission) adapt(now time.Time) {
 	if now.Sub(a.adjusted) < a.cfg.Adjust {
 		return
@@ -300,17 +332,69 @@ func (a *Admission) adapt(now time.Time) {
 		}
 		saturated = a.hot >= saturatedWindows
 	}
+	// A standing queue of fewer than MinInFlight operations lowers nothing: the bound would
+	// fall to MinInFlight, and a slow operation or two would hold back the next burst. A
+	// window in which nothing was decided changes nothing: after a stall, the fastest of the
+	// operations it held is the one that came last.
+	switch standing, judged := a.queueing(now); {
+	case !judged:
+	case standing && n >= a.cfg.MinInFlight:
+		a.standing++
+	default:
+		a.standing = 0
+	}
 	if a.stale(now, &a.aged[0], a.cfg.StaleLimit) {
-		a.limit = max(a.cfg.MinInFlight, min(a.limit, n)*9/10)
+		a.lower(min(a.limit, n)*9/10, "lagging")
 		return
 	}
-	if saturated { // gentler than a lag: twice what is in flight is left for bursts
-		a.limit = max(a.cfg.MinInFlight, min(a.limit, 2*n)*9/10)
+	// Gentler than a lag: twice what is in flight is left for bursts. Under an overload what
+	// is in flight fills the bound, which then falls by a tenth a window; a passing queue at
+	// a rate the path sustains lowers it to where it does not bind.
+	if saturated {
+		a.lower(min(a.limit, 2*n)*9/10, "cpu")
+		return
+	}
+	if a.standing >= saturatedWindows {
+		a.lower(min(a.limit, 2*n)*9/10, "queue")
 		return
 	}
 	if n*5 >= a.limit*4 {
 		a.limit = min(a.cfg.MaxInFlight, a.limit+max(a.limit/10, 1))
 	}
+}
+
+// lower sets the in-flight bound to limit (never below MinInFlight) for cause (a.mu held).
+func (a *Admission) lower(limit int, cause string) {
+	a.limit, a.lowered = max(a.cfg.MinInFlight, limit), cause
+	if a.cfg.OnLower != nil {
+		a.cfg.OnLower(cause)
+	}
+}
+
+// queueing reads the window's wait floor (adapt's, a.mu held): judged is false when nothing
+// was decided in the window (a stall, or nothing to do: the lag bound judges stalls), and
+// standing whether the floor was past the path's base by more than QueueTarget. The base is
+// the lowest floor of this basePeriod and the previous one.
+func (a *Admission) queueing(now time.Time) (standing, judged bool) {
+	a.floor, a.fastest = a.fastest, 0
+	if a.floor == 0 {
+		return false, false
+	}
+	if now.Sub(a.baseAt) > basePeriod {
+		a.waitBase[1], a.waitBase[0], a.baseAt = a.waitBase[0], 0, now
+	}
+	if a.waitBase[0] == 0 || a.floor < a.waitBase[0] {
+		a.waitBase[0] = a.floor
+	}
+	return a.floor > a.pathBase()+a.cfg.QueueTarget, true
+}
+
+// pathBase is the lowest wait floor of this basePeriod and the previous one (0: none seen).
+func (a *Admission) pathBase() time.Duration {
+	if a.waitBase[0] == 0 || (a.waitBase[1] != 0 && a.waitBase[1] < a.waitBase[0]) {
+		return a.waitBase[1]
+	}
+	return a.waitBase[0]
 }
 
 // stale reports whether at least limit operations have awaited their outcome longer than
@@ -339,8 +423,14 @@ func (a *Admission) Observe(c query.Change) {
 	if c.Kind != query.ChangeOperation || c.Operation == nil || !c.Operation.Decided {
 		return
 	}
+	now := a.now()
 	a.mu.Lock()
-	a.retire(c.OperationID)
+	if seq, ok := a.inFlight[c.OperationID]; ok {
+		if w := max(now.Sub(a.queue[seq-a.base].at), 1); a.fastest == 0 || w < a.fastest {
+			a.fastest = w
+		}
+		a.retire(c.OperationID)
+	}
 	a.mu.Unlock()
 }
 
@@ -350,8 +440,10 @@ type AdmissionState struct {
 	// Admitting counts the requests admitted whose handlers have not returned (counted
 	// against the bound with InFlight).
 	Admitting int `json:"admitting"`
-	// Bound is the in-flight bound now (it adapts to the path's lag).
-	Bound int `json:"bound"`
+	// Bound is the in-flight bound now (it adapts to the path's lag), and Lowered why it was
+	// last lowered ("lagging", "cpu" or "queue"; empty: never).
+	Bound   int    `json:"bound"`
+	Lowered string `json:"lowered,omitempty"`
 	// Shedding: a request was shed within the last 5 seconds (Reason says which bound).
 	Shedding bool      `json:"shedding"`
 	Reason   string    `json:"reason,omitempty"`
@@ -359,6 +451,11 @@ type AdmissionState struct {
 	// SchedDelayP99Ms is the process's scheduling latency p99 as the bound last read it
 	// (MaxSchedDelay; 0 when not watched).
 	SchedDelayP99Ms float64 `json:"schedDelayP99Ms"`
+	// WaitFloorMs is the shortest wait of an operation decided in the last window (0: none
+	// was), and WaitBaseMs the path's base (QueueTarget: a floor past the base by more, two
+	// windows in a row, is a standing queue, and the bound falls).
+	WaitFloorMs float64 `json:"waitFloorMs"`
+	WaitBaseMs  float64 `json:"waitBaseMs"`
 }
 
 // State reports the admission control's state now.
@@ -366,10 +463,13 @@ func (a *Admission) State() AdmissionState {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := AdmissionState{InFlight: len(a.inFlight), Admitting: a.admitting, Bound: a.limit, LastShed: a.shedAt,
-		SchedDelayP99Ms: float64(a.sched.Microseconds()) / 1000}
+	s := AdmissionState{InFlight: len(a.inFlight), Admitting: a.admitting, Bound: a.limit, Lowered: a.lowered, LastShed: a.shedAt,
+		SchedDelayP99Ms: ms(a.sched), WaitFloorMs: ms(a.floor), WaitBaseMs: ms(a.pathBase())}
 	if !a.shedAt.IsZero() && now.Sub(a.shedAt) < 5*time.Second {
 		s.Shedding, s.Reason = true, a.reason
 	}
 	return s
 }
+
+// ms is d in milliseconds, to the microsecond.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

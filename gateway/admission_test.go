@@ -200,8 +200,8 @@ func TestAdmissionBoundAdaptsToTheLag(t *testing.T) {
 	if r := admit(a, trading.KindPlaceOrder); r != "lagging" {
 		t.Fatalf("20 operations older than 100ms: reason %q, want lagging", r)
 	}
-	if got := a.State().Bound; got != 18 {
-		t.Fatalf("bound %d after the lag was seen with 20 in flight, want 18", got)
+	if s := a.State(); s.Bound != 18 || s.Lowered != "lagging" {
+		t.Fatalf("bound %d, lowered %q after the lag was seen with 20 in flight, want 18, lagging", s.Bound, s.Lowered)
 	}
 	// The lag goes on: a tenth less every Adjust, down to MinInFlight.
 	for range 30 {
@@ -301,8 +301,8 @@ func TestAdmissionBoundFallsWhileTheProcessIsSaturated(t *testing.T) {
 		t.Fatalf("state shows a scheduling latency of %v ms; want 40", got)
 	}
 	step()
-	if got := a.State().Bound; got != 90 {
-		t.Fatalf("bound %d after two slow windows with 50 in flight; want 90", got)
+	if s := a.State(); s.Bound != 90 || s.Lowered != "cpu" {
+		t.Fatalf("bound %d, lowered %q after two slow windows with 50 in flight; want 90, cpu", s.Bound, s.Lowered)
 	}
 	step()
 	if got := a.State().Bound; got != 81 {
@@ -374,4 +374,141 @@ func TestAdmissionLagCountMatchesAPlainCount(t *testing.T) {
 	if verdicts[true] < 100 || verdicts[false] < 100 {
 		t.Fatalf("the sequence hardly tried both verdicts: %v", verdicts)
 	}
+}
+
+// path drives an Admission as a steady order flow would: every Adjust (10 ms) it queues rate
+// operations, each decided wait after it was queued (waitOf), and runs one admission (which
+// adapts the bound).
+type path struct {
+	t       *testing.T
+	a       *gateway.Admission
+	clk     *fakeClock
+	pending map[string]time.Time // queued, to be decided at
+	n       int
+	lowered map[string]int // OnLower's counts by cause
+}
+
+func newPath(t *testing.T, cfg gateway.AdmissionConfig) *path {
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	cfg.Adjust, cfg.MaxAge, cfg.StaleLimit, cfg.Forget = 10*time.Millisecond, time.Hour, 1_000_000, time.Hour
+	p := &path{t: t, clk: clk, pending: map[string]time.Time{}, lowered: map[string]int{}}
+	cfg.OnLower = func(cause string) { p.lowered[cause]++ }
+	p.a = gateway.NewAdmission(cfg, clk.now)
+	return p
+}
+
+// run goes on for steps windows, queuing rate operations per window that wait waitOf(i) (i
+// counts the operations) before they are decided.
+func (p *path) run(steps, rate int, waitOf func(i int) time.Duration) {
+	for range steps {
+		for range rate {
+			id := fmt.Sprintf("op%d", p.n)
+			p.a.Queued(id)
+			p.pending[id] = p.clk.t.Add(waitOf(p.n))
+			p.n++
+		}
+		p.clk.t = p.clk.t.Add(10 * time.Millisecond)
+		for id, at := range p.pending {
+			if !at.After(p.clk.t) {
+				p.a.Observe(decided(id))
+				delete(p.pending, id)
+			}
+		}
+		admit(p.a, trading.KindPlaceOrder)
+	}
+}
+
+func fixedWait(d time.Duration) func(int) time.Duration { return func(int) time.Duration { return d } }
+
+// A standing queue lowers the in-flight bound: once even the fastest operation decided in a
+// window waited more than QueueTarget beyond the path's base (the lowest such floor seen),
+// two windows in a row, the bound falls to nine tenths of twice what is in flight, a window
+// at a time, as while the process is saturated. Stalls, bursts that make some operations
+// wait, a path slow by nature, and a queue of fewer than MinInFlight operations lower
+// nothing.
+func TestAdmissionBoundFallsOnAStandingQueue(t *testing.T) {
+	cfg := gateway.AdmissionConfig{MaxInFlight: 1000, MinInFlight: 20, QueueTarget: 50 * time.Millisecond}
+
+	t.Run("standing queue", func(t *testing.T) {
+		p := newPath(t, cfg)
+		p.run(50, 10, fixedWait(20*time.Millisecond)) // the base: 20 ms
+		if s := p.a.State(); s.Bound != 1000 || s.WaitBaseMs != 20 || s.WaitFloorMs != 20 {
+			t.Fatalf("a path that keeps up: %+v; want bound 1000, base and floor 20 ms", s)
+		}
+		// Every operation now waits 100 ms. The first window still sees the last 20 ms ones
+		// decided; the next eight decide nothing, which judges nothing.
+		wait := fixedWait(100 * time.Millisecond)
+		p.run(9, 10, wait)
+		if s := p.a.State(); s.Bound != 1000 || s.WaitFloorMs != 0 {
+			t.Fatalf("windows that decided nothing: %+v; want bound 1000, floor 0", s)
+		}
+		p.run(1, 10, wait) // the first 100 ms ones decided: 100 > 20 + 50
+		if s := p.a.State(); s.Bound != 1000 || s.WaitFloorMs != 100 {
+			t.Fatalf("one window past the target: %+v; want bound 1000 (two in a row lower it), floor 100 ms", s)
+		}
+		p.run(1, 10, wait)
+		if s := p.a.State(); s.Lowered != "queue" || p.lowered["queue"] != 1 || len(p.lowered) != 1 {
+			t.Fatalf("lowered %q, counted %v; want queue, once", s.Lowered, p.lowered)
+		}
+		if got := p.a.State().Bound; got != 162 {
+			t.Fatalf("bound %d after two windows past the target with 90 in flight; want 162 (nine tenths of twice what is in flight)", got)
+		}
+		p.run(1, 10, wait)
+		if got := p.a.State().Bound; got != 145 {
+			t.Fatalf("bound %d while the queue stands with 90 in flight; want 145 (nine tenths of 162: over half of it is used)", got)
+		}
+		p.run(30, 10, wait)
+		if got := p.a.State().Bound; got != 20 {
+			t.Fatalf("bound %d after a long standing queue; want MinInFlight 20", got)
+		}
+		// The queue drains: the floor is back at the base, and the bound, reached, rises.
+		p.run(30, 10, fixedWait(20*time.Millisecond))
+		if s := p.a.State(); s.Bound <= 20 || s.WaitFloorMs != 20 {
+			t.Fatalf("the queue drained: %+v; want the bound risen above 20, floor 20 ms", s)
+		}
+	})
+
+	t.Run("stall", func(t *testing.T) {
+		p := newPath(t, cfg)
+		p.run(50, 10, fixedWait(20*time.Millisecond))
+		// Nothing is decided for 500 ms, then everything held is: the last ones held waited
+		// 10 ms. A stall is the lag bound's to judge.
+		first := p.n
+		p.run(50, 10, func(i int) time.Duration { return time.Duration(50-(i-first)/10) * 10 * time.Millisecond })
+		if s := p.a.State(); s.Bound != 1000 || s.WaitFloorMs != 10 || s.Lowered != "" {
+			t.Fatalf("after a stall of 500 ms: %+v; want bound 1000, floor 10 ms", s)
+		}
+	})
+
+	t.Run("bursts", func(t *testing.T) {
+		p := newPath(t, cfg)
+		// One operation in four waits 300 ms (a stall that some meet), the rest 20 ms: the
+		// fastest of every window still takes the base.
+		p.run(300, 10, func(i int) time.Duration {
+			if i%4 == 0 {
+				return 300 * time.Millisecond
+			}
+			return 20 * time.Millisecond
+		})
+		if s := p.a.State(); s.Bound != 1000 || s.WaitFloorMs != 20 || s.Lowered != "" {
+			t.Fatalf("bursts: %+v; want bound 1000, floor 20 ms", s)
+		}
+	})
+
+	t.Run("slow path", func(t *testing.T) {
+		p := newPath(t, cfg)
+		p.run(300, 10, fixedWait(250*time.Millisecond)) // a trade server that takes 250 ms: its base
+		if s := p.a.State(); s.Bound != 1000 || s.WaitBaseMs != 250 {
+			t.Fatalf("a path slow by nature: %+v; want bound 1000, base 250 ms", s)
+		}
+	})
+
+	t.Run("few in flight", func(t *testing.T) {
+		p := newPath(t, cfg)
+		p.run(50, 1, fixedWait(20*time.Millisecond))
+		p.run(100, 1, fixedWait(150*time.Millisecond)) // 15 in flight, fewer than MinInFlight 20
+		if s := p.a.State(); s.Bound != 1000 || s.WaitFloorMs != 150 {
+			t.Fatalf("a standing queue of 15: %+v; want bound 1000, floor 150 ms", s)
+		}
+	})
 }

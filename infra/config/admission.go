@@ -13,6 +13,9 @@ type Admission struct {
 	// mean the path behind the gateway lags, and new orders are shed.
 	MaxAge     time.Duration
 	StaleLimit int
+	// QueueTarget: a wait floor past the path's base by more than this, two windows in a row,
+	// is a standing queue, and the in-flight bound falls (gateway.AdmissionConfig).
+	QueueTarget time.Duration
 	// RiskFactor multiplies the bounds for cancels, closes and sweeps.
 	RiskFactor int
 	// MaxSchedDelay: past this p99 of the time the gateway's goroutines wait for a CPU, the

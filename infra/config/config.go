@@ -164,11 +164,12 @@ func (c *Config) settings() []setting {
 		count(&h.PoisonAttempts, "poison-attempts", "5", "times a message may fail the same way (its store reachable) before it is dead-lettered"),
 
 		count(&a.MaxInFlight, "admit-max-in-flight", "4000", "admission: operations awaiting their outcome past which new orders get -1008"),
-		count(&a.MinInFlight, "admit-min-in-flight", "300", "admission: the least the in-flight bound falls to while the path lags (it adapts between this and --admit-max-in-flight)"),
-		positive(&a.MaxAge, "admit-max-age", "750ms", "admission: an operation awaiting its outcome longer is late"),
+		count(&a.MinInFlight, "admit-min-in-flight", "60", "admission: the least the in-flight bound falls to while the path lags (it adapts between this and --admit-max-in-flight)"),
+		positive(&a.MaxAge, "admit-max-age", "750ms", "admission: an operation awaiting its outcome longer is late (the bound adapts every fifth of this)"),
 		count(&a.StaleLimit, "admit-stale-limit", "100", "admission: late operations past which new orders get -1008"),
+		positive(&a.QueueTarget, "admit-queue-target", "150ms", "admission: when even the fastest operation decided in two windows in a row waited this much longer than the path's base, the path holds a standing queue and the in-flight bound falls"),
 		count(&a.RiskFactor, "admit-risk-factor", "4", "admission: how many times larger the bounds are for cancels, closes and sweeps"),
-		nonNegative(&a.MaxSchedDelay, "admit-max-sched-delay", "35ms", "admission: past this p99 of the time the process's goroutines wait for a CPU (two 150 ms windows in a row), the in-flight bound falls (0: off)"),
+		nonNegative(&a.MaxSchedDelay, "admit-max-sched-delay", "35ms", "admission: past this p99 of the time the process's goroutines wait for a CPU (two windows of a fifth of --admit-max-age in a row), the in-flight bound falls (0: off)"),
 	}
 }
 

@@ -42,6 +42,7 @@ type Metrics struct {
 	heartbeatAge prometheus.Gauge
 	orderStage   *prometheus.HistogramVec
 	shed         *prometheus.CounterVec
+	boundLowered *prometheus.CounterVec
 	freshBatches *prometheus.CounterVec
 }
 
@@ -106,6 +107,10 @@ func New() *Metrics {
 		shed: counter("shed_total",
 			"Operations answered -1008 (overloaded; did not execute), by kind and the bound that was passed.",
 			"kind", "reason"),
+		boundLowered: counter("admission_bound_lowered_total",
+			"Windows in which the gateway's adaptive in-flight bound was lowered (or held at its minimum), by cause: "+
+				"lagging (operations --admit-max-age late), cpu (the process short of CPU), queue (a standing queue).",
+			"cause"),
 		freshBatches: counter("trading_fresh_batches_total",
 			"Batches the trading projection planned as fresh (docs/trading.md): applied in one pipeline (result "+
 				"\"applied\"), or found otherwise by their fence and applied the long way (\"fenced\").", "result"),
@@ -131,6 +136,9 @@ func (m *Metrics) OrderStage(stage string, took time.Duration) {
 
 // Shed counts an operation answered -1008.
 func (m *Metrics) Shed(kind, reason string) { m.shed.WithLabelValues(kind, reason).Inc() }
+
+// BoundLowered counts a window in which the admission's in-flight bound was lowered, by cause.
+func (m *Metrics) BoundLowered(cause string) { m.boundLowered.WithLabelValues(cause).Inc() }
 
 // SetReady records a role's readiness (health.Sink).
 func (m *Metrics) SetReady(role string, ready bool) { m.ready.WithLabelValues(role).Set(b2f(ready)) }

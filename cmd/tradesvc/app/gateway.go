@@ -71,7 +71,7 @@ func (a *App) runGateway(ctx context.Context) error {
 	srv, err := gateway.New(gateway.Config{TLS: tlsCfg, Logger: a.log.With("role", "gateway"),
 		OnRequest: a.metrics.HTTPRequest, OnStage: a.metrics.OrderStage, Streams: a.streamsConfig(),
 		Admission: gateway.AdmissionConfig{MaxInFlight: adm.MaxInFlight, MinInFlight: adm.MinInFlight, MaxAge: adm.MaxAge, StaleLimit: adm.StaleLimit,
-			RiskFactor: adm.RiskFactor, OnShed: a.metrics.Shed, MaxSchedDelay: adm.MaxSchedDelay}},
+			RiskFactor: adm.RiskFactor, OnShed: a.metrics.Shed, MaxSchedDelay: adm.MaxSchedDelay, QueueTarget: adm.QueueTarget, OnLower: a.metrics.BoundLowered}},
 		gateway.Deps{Keys: gatewayKeys{store}, Switches: a.switches, Accounts: ref.Cached(), Clock: a.now,
 			Streams:    gateway.StreamDeps{Market: market, Symbols: ref, Changes: feed, ListenKeys: listenKeys, Bars: bars},
 			RateLimits: limits},
