@@ -63,6 +63,8 @@ func errorStatus(err error) (int, envelope) {
 	var fe *fiber.Error
 	var rf storeFailure
 	switch {
+	case errors.As(err, &rf): // first: what it wraps would read as -1001
+		return errorStatus(errUnavailable)
 	case errors.As(err, &op):
 		return op.HTTPStatus(), envelope{Code: op.Code, Msg: op.Msg, MT5RetCode: op.Retcode, Status: op.Status,
 			ClientOrderID: op.ClientOrderID, Login: op.Login}
@@ -72,8 +74,6 @@ func errorStatus(err error) (int, envelope) {
 		return se.status, envelope{Code: se.code, Msg: se.msg}
 	case errors.As(err, &fe):
 		return fe.Code, fiberEnvelope(fe)
-	case errors.As(err, &rf):
-		return errorStatus(errUnavailable)
 	}
 	return fiber.StatusInternalServerError, envelope{Code: events.CodeInternal, Msg: "Internal error; unable to process your request. Please try again."}
 }
@@ -110,7 +110,10 @@ func (e storeFailure) Unwrap() error { return e.err }
 
 // unavailable turns err into a storeFailure unless it is a rejection (or nil).
 func unavailable(err error) error {
-	if status, _ := errorStatus(err); err != nil && status == fiber.StatusInternalServerError {
+	if err == nil {
+		return nil
+	}
+	if status, _ := errorStatus(err); status == fiber.StatusInternalServerError {
 		return storeFailure{err}
 	}
 	return err
