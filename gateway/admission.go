@@ -79,10 +79,11 @@ type Admission struct {
 // server that became slower.
 const basePeriod = 10 * time.Second
 
-// saturatedWindows is how many Adjust windows in a row the scheduling latency must be past
-// MaxSchedDelay for the process to count as saturated: one slow window (a collection, a
-// burst) lowers nothing.
-const saturatedWindows = 2
+// slowWindows is how many Adjust windows in a row the scheduling latency must be past
+// MaxSchedDelay for the process to count as saturated, and the wait floor past QueueTarget
+// for the path to hold a standing queue: one slow window (a collection, a burst) lowers
+// nothing.
+const slowWindows = 2
 
 // AdmissionConfig bounds the work a gateway lets into the order path.
 type AdmissionConfig struct {
@@ -330,7 +331,7 @@ func (a *Admission) adapt(now time.Time) {
 		} else {
 			a.hot = 0
 		}
-		saturated = a.hot >= saturatedWindows
+		saturated = a.hot >= slowWindows
 	}
 	// A standing queue of fewer than MinInFlight operations lowers nothing: the bound would
 	// fall to MinInFlight, and a slow operation or two would hold back the next burst. A
@@ -354,7 +355,7 @@ func (a *Admission) adapt(now time.Time) {
 		a.lower(min(a.limit, 2*n)*9/10, "cpu")
 		return
 	}
-	if a.standing >= saturatedWindows {
+	if a.standing >= slowWindows {
 		a.lower(min(a.limit, 2*n)*9/10, "queue")
 		return
 	}
@@ -423,10 +424,9 @@ func (a *Admission) Observe(c query.Change) {
 	if c.Kind != query.ChangeOperation || c.Operation == nil || !c.Operation.Decided {
 		return
 	}
-	now := a.now()
 	a.mu.Lock()
-	if seq, ok := a.inFlight[c.OperationID]; ok {
-		if w := max(now.Sub(a.queue[seq-a.base].at), 1); a.fastest == 0 || w < a.fastest {
+	if seq, ok := a.inFlight[c.OperationID]; ok { // another gateway's reads no clock
+		if w := max(a.now().Sub(a.queue[seq-a.base].at), 1); a.fastest == 0 || w < a.fastest {
 			a.fastest = w
 		}
 		a.retire(c.OperationID)
