@@ -376,16 +376,25 @@ func TestAdmissionLagCountMatchesAPlainCount(t *testing.T) {
 	}
 }
 
-// path drives an Admission as a steady order flow would: every Adjust (10 ms) it queues rate
-// operations, each decided wait after it was queued (waitOf), and runs one admission (which
-// adapts the bound).
+// path drives an Admission as a steady order flow would: every Adjust (10 ms) it offers rate
+// operations, queues those admitted (a shed one is counted, as the gateway's handler does),
+// each decided wait after it was queued (waitOf), and runs one admission that queues nothing
+// (which adapts the bound).
 type path struct {
 	t       *testing.T
 	a       *gateway.Admission
 	clk     *fakeClock
-	pending map[string]time.Time // queued, to be decided at
+	pending map[string]time.Time // queued, to be decided at (run)
+	fifo    []queuedOp           // queued, in order (serve)
 	n       int
+	shed    int            // operations offered and shed
 	lowered map[string]int // OnLower's counts by cause
+}
+
+// queuedOp is an operation serve queued, and when.
+type queuedOp struct {
+	id string
+	at time.Time
 }
 
 func newPath(t *testing.T, cfg gateway.AdmissionConfig) *path {
@@ -397,15 +406,35 @@ func newPath(t *testing.T, cfg gateway.AdmissionConfig) *path {
 	return p
 }
 
-// run goes on for steps windows, queuing rate operations per window that wait waitOf(i) (i
-// counts the operations) before they are decided.
+// offer offers one operation: queued (its id returned) unless the admission sheds it.
+func (p *path) offer() (id string, queued bool) {
+	if r := p.a.Admit(trading.KindPlaceOrder); r != "" {
+		_ = p.a.Shed(trading.KindPlaceOrder, r)
+		p.shed++
+		return "", false
+	}
+	id = fmt.Sprintf("op%d", p.n)
+	p.n++
+	p.a.Queued(id)
+	p.a.Release(1)
+	return id, true
+}
+
+// probe runs one admission that queues nothing, at the end of a window: it adapts the bound.
+func (p *path) probe() {
+	if p.a.Admit(trading.KindPlaceOrder) == "" {
+		p.a.Release(1)
+	}
+}
+
+// run goes on for steps windows, offering rate operations per window that wait waitOf(i) (i
+// counts the operations queued) before they are decided.
 func (p *path) run(steps, rate int, waitOf func(i int) time.Duration) {
 	for range steps {
 		for range rate {
-			id := fmt.Sprintf("op%d", p.n)
-			p.a.Queued(id)
-			p.pending[id] = p.clk.t.Add(waitOf(p.n))
-			p.n++
+			if id, ok := p.offer(); ok {
+				p.pending[id] = p.clk.t.Add(waitOf(p.n - 1))
+			}
 		}
 		p.clk.t = p.clk.t.Add(10 * time.Millisecond)
 		for id, at := range p.pending {
@@ -414,7 +443,27 @@ func (p *path) run(steps, rate int, waitOf func(i int) time.Duration) {
 				delete(p.pending, id)
 			}
 		}
-		admit(p.a, trading.KindPlaceOrder)
+		p.probe()
+	}
+}
+
+// serve goes on for steps windows, offering offered operations per window to a path that
+// decides at most capacity(window) of them a window, first in first out, each at least base
+// after it was queued: a path with a throughput, where a queue builds when more is let in
+// than it takes.
+func (p *path) serve(steps, offered int, capacity func(step int) int, base time.Duration) {
+	for step := range steps {
+		for range offered {
+			if id, ok := p.offer(); ok {
+				p.fifo = append(p.fifo, queuedOp{id: id, at: p.clk.t})
+			}
+		}
+		p.clk.t = p.clk.t.Add(10 * time.Millisecond)
+		for n := capacity(step); n > 0 && len(p.fifo) > 0 && !p.fifo[0].at.Add(base).After(p.clk.t); n-- {
+			p.a.Observe(decided(p.fifo[0].id))
+			p.fifo = p.fifo[1:]
+		}
+		p.probe()
 	}
 }
 
@@ -457,14 +506,48 @@ func TestAdmissionBoundFallsOnAStandingQueue(t *testing.T) {
 		if got := p.a.State().Bound; got != 145 {
 			t.Fatalf("bound %d while the queue stands with 90 in flight; want 145 (nine tenths of 162: over half of it is used)", got)
 		}
+		// The queue stands: the bound falls a tenth a window until it binds, and what is
+		// offered past it is shed.
 		p.run(30, 10, wait)
-		if got := p.a.State().Bound; got != 20 {
-			t.Fatalf("bound %d after a long standing queue; want MinInFlight 20", got)
+		if got := p.a.State().Bound; got >= 90 || p.shed == 0 {
+			t.Fatalf("a standing queue of 30 windows: bound %d, %d shed; want it fallen below the 90 in flight, requests shed", got, p.shed)
 		}
-		// The queue drains: the floor is back at the base, and the bound, reached, rises.
-		p.run(30, 10, fixedWait(20*time.Millisecond))
-		if s := p.a.State(); s.Bound <= 20 || s.WaitFloorMs != 20 {
-			t.Fatalf("the queue drained: %+v; want the bound risen above 20, floor 20 ms", s)
+		// The queue drains (the 100 ms ones still in flight are decided in 10 windows): the
+		// floor is back at the base, and nothing more is shed.
+		p.run(10, 10, fixedWait(20*time.Millisecond))
+		shed := p.shed
+		p.run(20, 10, fixedWait(20*time.Millisecond))
+		if s := p.a.State(); s.WaitFloorMs != 20 || p.shed != shed {
+			t.Fatalf("the queue drained: %+v, %d more shed; want floor 20 ms, nothing more shed", s, p.shed-shed)
+		}
+	})
+
+	// Three times what the path takes: the queue grows, the bound falls while it stands, and
+	// what the path cannot take is shed at once instead of waiting in it.
+	t.Run("overload", func(t *testing.T) {
+		p := newPath(t, cfg)
+		capacity := func(int) int { return 10 }
+		p.serve(50, 10, capacity, 20*time.Millisecond)
+		if s := p.a.State(); s.Bound != 1000 || s.WaitFloorMs != 20 || p.shed != 0 {
+			t.Fatalf("offered what the path takes: %+v, %d shed; want bound 1000, floor 20 ms, nothing shed", s, p.shed)
+		}
+		p.serve(200, 30, capacity, 20*time.Millisecond)
+		if p.lowered["queue"] == 0 {
+			t.Fatalf("lowered %v under three times the path's throughput; want queue", p.lowered)
+		}
+		queued, shed, worst := p.n, p.shed, 0.0
+		for range 100 {
+			p.serve(1, 30, capacity, 20*time.Millisecond)
+			worst = max(worst, p.a.State().WaitFloorMs)
+		}
+		if queued = p.n - queued; queued < 950 || queued > 1050 {
+			t.Fatalf("queued %d of 3,000 offered in 100 windows; want about the 1,000 the path takes", queued)
+		}
+		if shed = p.shed - shed; shed+queued != 3000 {
+			t.Fatalf("shed %d and queued %d of 3,000 offered", shed, queued)
+		}
+		if limit := 20 + 2*50.0; worst > limit {
+			t.Fatalf("wait floor up to %v ms while shedding; want at most %v (the base and twice the target)", worst, limit)
 		}
 	})
 
