@@ -351,17 +351,25 @@ func (a *Admission) adapt(now time.Time) {
 	// Gentler than a lag: twice what is in flight is left for bursts. Under an overload what
 	// is in flight fills the bound, which then falls by a tenth a window; a passing queue at
 	// a rate the path sustains lowers it to where it does not bind.
-	if saturated {
-		a.lower(min(a.limit, 2*n)*9/10, "cpu")
-		return
-	}
-	if a.standing >= slowWindows {
-		a.lower(min(a.limit, 2*n)*9/10, "queue")
+	if cause := gentleCause(saturated, a.standing >= slowWindows); cause != "" {
+		a.lower(min(a.limit, 2*n)*9/10, cause)
 		return
 	}
 	if n*5 >= a.limit*4 {
 		a.limit = min(a.cfg.MaxInFlight, a.limit+max(a.limit/10, 1))
 	}
+}
+
+// gentleCause names why the bound falls gently ("": it does not): the process short of CPU
+// first, then a standing queue.
+func gentleCause(saturated, standing bool) string {
+	switch {
+	case saturated:
+		return "cpu"
+	case standing:
+		return "queue"
+	}
+	return ""
 }
 
 // lower sets the in-flight bound to limit (never below MinInFlight) for cause (a.mu held).

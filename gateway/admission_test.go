@@ -427,23 +427,31 @@ func (p *path) probe() {
 	}
 }
 
+// window is one Adjust window: offered operations offered (queue notes each one queued),
+// the clock 10 ms on, decide, then the probe.
+func (p *path) window(offered int, queue func(id string), decide func()) {
+	for range offered {
+		if id, ok := p.offer(); ok {
+			queue(id)
+		}
+	}
+	p.clk.t = p.clk.t.Add(10 * time.Millisecond)
+	decide()
+	p.probe()
+}
+
 // run goes on for steps windows, offering rate operations per window that wait waitOf(i) (i
 // counts the operations queued) before they are decided.
 func (p *path) run(steps, rate int, waitOf func(i int) time.Duration) {
 	for range steps {
-		for range rate {
-			if id, ok := p.offer(); ok {
-				p.pending[id] = p.clk.t.Add(waitOf(p.n - 1))
+		p.window(rate, func(id string) { p.pending[id] = p.clk.t.Add(waitOf(p.n - 1)) }, func() {
+			for id, at := range p.pending {
+				if !at.After(p.clk.t) {
+					p.a.Observe(decided(id))
+					delete(p.pending, id)
+				}
 			}
-		}
-		p.clk.t = p.clk.t.Add(10 * time.Millisecond)
-		for id, at := range p.pending {
-			if !at.After(p.clk.t) {
-				p.a.Observe(decided(id))
-				delete(p.pending, id)
-			}
-		}
-		p.probe()
+		})
 	}
 }
 
@@ -453,17 +461,12 @@ func (p *path) run(steps, rate int, waitOf func(i int) time.Duration) {
 // than it takes.
 func (p *path) serve(steps, offered int, capacity func(step int) int, base time.Duration) {
 	for step := range steps {
-		for range offered {
-			if id, ok := p.offer(); ok {
-				p.fifo = append(p.fifo, queuedOp{id: id, at: p.clk.t})
+		p.window(offered, func(id string) { p.fifo = append(p.fifo, queuedOp{id: id, at: p.clk.t}) }, func() {
+			for n := capacity(step); n > 0 && len(p.fifo) > 0 && !p.fifo[0].at.Add(base).After(p.clk.t); n-- {
+				p.a.Observe(decided(p.fifo[0].id))
+				p.fifo = p.fifo[1:]
 			}
-		}
-		p.clk.t = p.clk.t.Add(10 * time.Millisecond)
-		for n := capacity(step); n > 0 && len(p.fifo) > 0 && !p.fifo[0].at.Add(base).After(p.clk.t); n-- {
-			p.a.Observe(decided(p.fifo[0].id))
-			p.fifo = p.fifo[1:]
-		}
-		p.probe()
+		})
 	}
 }
 
