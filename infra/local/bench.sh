@@ -21,6 +21,7 @@
 #   BENCH_STEP_SECONDS        duration of a search step (30: a 10 s burst drains before queues reach their steady state)
 #   BENCH_FUND                deposited on every login traded (100000000)
 #   BENCH_WARMUP_SECONDS      untimed ACK load before the scenarios (30; 0 skips it)   BENCH_WARMUP_RATE  its rate (500)
+#   BENCH_WARMUP_RESULT_SECONDS  then untimed RESULT load at BENCH_RESULT_RATE (30; 0 skips it)
 #   BENCH_ARGS                more flags for every tradesvc bench run (see tradesvc bench --help)
 #   KEEP_SERVICES=1           leave the test services running afterwards
 set -euo pipefail
@@ -91,16 +92,27 @@ start_service() {
 }
 
 # warm_up runs ACK orders untimed before the scenarios (BENCH_WARMUP_SECONDS at BENCH_WARMUP_RATE; 0 seconds skips
-# it): the test services were just started, and a broker's service runs on warm ones. Seen in make bench: in the
-# first minute after Kafka's start its JVM is still compiling, and the floor's two Kafka hops took 2.48 ms against
-# 0.88 ms a minute later, in the same run. It also creates the keys and funds the logins the scenarios use.
+# it), then RESULT orders (BENCH_WARMUP_RESULT_SECONDS at BENCH_RESULT_RATE; 0 skips them): the test services were
+# just started, and a broker's service runs on warm ones. Seen in make bench: in the first minute after Kafka's start
+# its JVM is still compiling, and the floor's two Kafka hops took 2.48 ms against 0.88 ms a minute later, in the same
+# run. After the ACK leg alone the JIT was still busy: its compiler threads took 25 % of a core in the first 10 s of
+# the RESULT step (one order a batch, code the ACK load had not made hot) and 2 to 8 s of CPU over its minute; after
+# the RESULT leg too, 1.8 and 2.3 s (docs/benchmarks.md). It also creates the keys and funds the logins the scenarios
+# use.
 warm_up() {
-  local secs=${BENCH_WARMUP_SECONDS:-30}
-  ((secs > 0)) || return 0
-  log "warm-up: ${BENCH_WARMUP_RATE:-500} ACK orders/s for ${secs}s, untimed (BENCH_WARMUP_SECONDS=0 skips it)"
-  "$SVC_OUT/tradesvc" bench ack "${client_args[@]}" --rate "${BENCH_WARMUP_RATE:-500}" --duration "${secs}s" \
-    --floor=false >"$SVC_OUT/warm-up.txt" 2>&1 ||
-    log "warm-up did not pass its own checks (see .run/test/bench/warm-up.txt); the scenarios run anyway"
+  local secs=${BENCH_WARMUP_SECONDS:-30} rsecs=${BENCH_WARMUP_RESULT_SECONDS:-30}
+  if ((secs > 0)); then
+    log "warm-up: ${BENCH_WARMUP_RATE:-500} ACK orders/s for ${secs}s, untimed (BENCH_WARMUP_SECONDS=0 skips it)"
+    "$SVC_OUT/tradesvc" bench ack "${client_args[@]}" --rate "${BENCH_WARMUP_RATE:-500}" --duration "${secs}s" \
+      --floor=false >"$SVC_OUT/warm-up.txt" 2>&1 ||
+      log "warm-up did not pass its own checks (see .run/test/bench/warm-up.txt); the scenarios run anyway"
+  fi
+  if ((rsecs > 0)); then
+    log "warm-up: ${BENCH_RESULT_RATE:-200} RESULT orders/s for ${rsecs}s, untimed (BENCH_WARMUP_RESULT_SECONDS=0 skips it)"
+    "$SVC_OUT/tradesvc" bench result "${client_args[@]}" --rate "${BENCH_RESULT_RATE:-200}" --duration "${rsecs}s" \
+      --floor=false --verify=false >"$SVC_OUT/warm-up-result.txt" 2>&1 ||
+      log "RESULT warm-up did not pass its own checks (see .run/test/bench/warm-up-result.txt); the scenarios run anyway"
+  fi
 }
 
 # client_args are the flags of every tradesvc bench run: the service, its CA, the keys (created as needed, kept
