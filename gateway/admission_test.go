@@ -456,13 +456,13 @@ func (p *path) run(steps, rate int, waitOf func(i int) time.Duration) {
 }
 
 // serve goes on for steps windows, offering offered operations per window to a path that
-// decides at most capacity(window) of them a window, first in first out, each at least base
-// after it was queued: a path with a throughput, where a queue builds when more is let in
-// than it takes.
-func (p *path) serve(steps, offered int, capacity func(step int) int, base time.Duration) {
-	for step := range steps {
+// decides at most capacity of them a window, first in first out, each at least base after it
+// was queued: a path with a throughput, where a queue builds when more is let in than it
+// takes.
+func (p *path) serve(steps, offered, capacity int, base time.Duration) {
+	for range steps {
 		p.window(offered, func(id string) { p.fifo = append(p.fifo, queuedOp{id: id, at: p.clk.t}) }, func() {
-			for n := capacity(step); n > 0 && len(p.fifo) > 0 && !p.fifo[0].at.Add(base).After(p.clk.t); n-- {
+			for n := capacity; n > 0 && len(p.fifo) > 0 && !p.fifo[0].at.Add(base).After(p.clk.t); n-- {
 				p.a.Observe(decided(p.fifo[0].id))
 				p.fifo = p.fifo[1:]
 			}
@@ -529,7 +529,7 @@ func TestAdmissionBoundFallsOnAStandingQueue(t *testing.T) {
 	// what the path cannot take is shed at once instead of waiting in it.
 	t.Run("overload", func(t *testing.T) {
 		p := newPath(t, cfg)
-		capacity := func(int) int { return 10 }
+		const capacity = 10
 		p.serve(50, 10, capacity, 20*time.Millisecond)
 		if s := p.a.State(); s.Bound != 1000 || s.WaitFloorMs != 20 || p.shed != 0 {
 			t.Fatalf("offered what the path takes: %+v, %d shed; want bound 1000, floor 20 ms, nothing shed", s, p.shed)

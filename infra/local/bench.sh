@@ -100,19 +100,21 @@ start_service() {
 # the RESULT leg too, 1.8 and 2.3 s (docs/benchmarks.md). It also creates the keys and funds the logins the scenarios
 # use.
 warm_up() {
-  local secs=${BENCH_WARMUP_SECONDS:-30} rsecs=${BENCH_WARMUP_RESULT_SECONDS:-30}
-  if ((secs > 0)); then
-    log "warm-up: ${BENCH_WARMUP_RATE:-500} ACK orders/s for ${secs}s, untimed (BENCH_WARMUP_SECONDS=0 skips it)"
-    "$SVC_OUT/tradesvc" bench ack "${client_args[@]}" --rate "${BENCH_WARMUP_RATE:-500}" --duration "${secs}s" \
-      --floor=false >"$SVC_OUT/warm-up.txt" 2>&1 ||
-      log "warm-up did not pass its own checks (see .run/test/bench/warm-up.txt); the scenarios run anyway"
-  fi
-  if ((rsecs > 0)); then
-    log "warm-up: ${BENCH_RESULT_RATE:-200} RESULT orders/s for ${rsecs}s, untimed (BENCH_WARMUP_RESULT_SECONDS=0 skips it)"
-    "$SVC_OUT/tradesvc" bench result "${client_args[@]}" --rate "${BENCH_RESULT_RATE:-200}" --duration "${rsecs}s" \
-      --floor=false --verify=false >"$SVC_OUT/warm-up-result.txt" 2>&1 ||
-      log "RESULT warm-up did not pass its own checks (see .run/test/bench/warm-up-result.txt); the scenarios run anyway"
-  fi
+  warm_leg ack "${BENCH_WARMUP_RATE:-500}" "${BENCH_WARMUP_SECONDS:-30}" BENCH_WARMUP_SECONDS warm-up.txt
+  warm_leg result "${BENCH_RESULT_RATE:-200}" "${BENCH_WARMUP_RESULT_SECONDS:-30}" BENCH_WARMUP_RESULT_SECONDS \
+    warm-up-result.txt --verify=false
+}
+
+# warm_leg SCENARIO RATE SECS VAR FILE [FLAGS...]: one untimed tradesvc bench run of the warm-up (VAR=0 skips it),
+# its output in .run/test/bench/FILE; a run that fails its own checks is logged, and the scenarios run anyway.
+warm_leg() {
+  local s=$1 rate=$2 secs=$3 var=$4 file=$5
+  shift 5
+  ((secs > 0)) || return 0
+  log "warm-up: $rate ${s^^} orders/s for ${secs}s, untimed ($var=0 skips it)"
+  "$SVC_OUT/tradesvc" bench "$s" "${client_args[@]}" --rate "$rate" --duration "${secs}s" --floor=false "$@" \
+    >"$SVC_OUT/$file" 2>&1 ||
+    log "warm-up $s did not pass its own checks (see .run/test/bench/$file); the scenarios run anyway"
 }
 
 # client_args are the flags of every tradesvc bench run: the service, its CA, the keys (created as needed, kept
