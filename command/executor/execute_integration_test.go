@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"tradesvc/command/executor"
 	"tradesvc/events"
 	"tradesvc/events/dec"
 	"tradesvc/events/trading"
@@ -245,6 +246,65 @@ func TestExecutorExecutesADuplicatedCommandOnce(t *testing.T) {
 	if ps := e.positions(1003); len(ps) != 2 {
 		t.Fatalf("%d positions, want 2", len(ps))
 	}
+}
+
+// A copy of a command that arrives while the first copy's outcome is still being appended
+// (the partition's next batch starts before that append ends) is skipped, not reconciled
+// into a second outcome.
+func TestExecutorSkipsACopyWhoseOutcomeIsBeingAppended(t *testing.T) {
+	e := exSetup(t)
+	gate := &heldAppender{Appender: e.cfg.Out, started: make(chan struct{}), release: make(chan struct{})}
+	e.cfg.Out = gate
+	first, marker := e.op(1003), e.op(1003)
+	e.appendCmds(marketCmd(first, "EURUSD", "BUY", "0.10"))
+	e.start()
+	<-gate.started // the outcome of first is decided and its append held
+	// The copy, then a fresh order of the same account behind it: one account's operations
+	// run in order, so once the marker has traded the copy has been skipped or reconciled.
+	e.appendCmds(marketCmd(first, "EURUSD", "BUY", "0.10"), marketCmd(marker, "EURUSD", "BUY", "0.20"))
+	deadline := time.Now().Add(30 * time.Second)
+	for len(e.dealsByTag(1003, marker.Tag)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the marker order was not sent")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(gate.release)
+	checkOutcome(t, e.outcome(marker), marker, trading.StatusFilled, 0, 10009)
+	e.settle(1003)
+
+	recs := e.execs.Snapshot()
+	if n, s := len(outcomesOf(recs, first)), len(sentsOf(recs, first)); n != 1 || s != 1 {
+		t.Errorf("%d outcomes and %d sends, want one each", n, s)
+	}
+	if got := outcomesOf(recs, first); len(got) > 0 && got[0].Reconciled {
+		t.Errorf("outcome %+v: reconciled, want the in-band answer", got[0])
+	}
+	if ds := e.dealsByTag(1003, first.Tag); len(ds) != 1 {
+		t.Errorf("%d deals, want 1", len(ds))
+	}
+}
+
+// heldAppender holds its first append until release is closed, and closes started when
+// that append begins.
+type heldAppender struct {
+	executor.Appender
+	started, release chan struct{}
+	once             sync.Once
+}
+
+func (h *heldAppender) Append(ctx context.Context, topic events.Topic, evs ...events.Event) error {
+	first := false
+	h.once.Do(func() { first = true })
+	if first {
+		close(h.started)
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return h.Appender.Append(ctx, topic, evs...)
 }
 
 // One account's operations run strictly in order, even within one batch: a cancel appended

@@ -45,8 +45,10 @@ type executions struct {
 	storing *group.Drain[decision] // outcomes stored in the background (decidedLater)
 
 	mu sync.Mutex
-	// unstored counts, by attempt, the outcomes appended and not stored yet: a copy of the
-	// command arriving meanwhile finds its row without outcome, yet it is decided.
+	// unstored counts, by attempt, the outcomes handed to the flusher and not stored yet
+	// (being appended, or appended and being stored): a copy of the command arriving
+	// meanwhile finds its row without outcome, yet it is decided. An outcome whose append
+	// fails is no longer counted: its batch and every later one of the partition come again.
 	unstored map[opKey]int
 	// claimedAt remembers the attempts a failed claim may have recorded as sent, and those a
 	// claim recorded in a batch that failed before starting them, with the time the claim
@@ -494,20 +496,31 @@ type decision struct {
 // within flushTimeout): a stopping executor leaves no writer behind.
 func (s *executions) drain() { s.storing.Wait() }
 
-// decidedLater stores outcomes in the background, one writer at a time, retrying until they
-// are stored (or the process ends: a redelivered command then finds its row without outcome
-// and is reconciled, which reports the same outcome again).
-func (s *executions) decidedLater(ds []decision) {
+// appending counts the outcome of d as this executor's from the moment it is handed to the
+// flusher (flusher.push): the partition's next batch may start before it is appended
+// (batch.Defer), and a copy of the command in it must not be reconciled into a second
+// outcome.
+func (s *executions) appending(d decision) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.unstored == nil {
 		s.unstored = map[opKey]int{}
 	}
-	for _, d := range ds {
-		s.unstored[d.op.key()]++
-	}
-	s.mu.Unlock()
-	s.storing.Add(ds...)
+	s.unstored[d.op.key()]++
 }
+
+// notAppended forgets outcomes whose append failed: the session ends, and their commands,
+// redelivered, are decided again (reconciled: their "sent" rows are there).
+func (s *executions) notAppended(ds []decision) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forget(ds)
+}
+
+// decidedLater stores appended outcomes in the background, one writer at a time, retrying
+// until they are stored (or the process ends: a redelivered command then finds its row
+// without outcome and is reconciled, which reports the same outcome again).
+func (s *executions) decidedLater(ds []decision) { s.storing.Add(ds...) }
 
 // storeDecided is one background store of decidedLater.
 func (s *executions) storeDecided(batch []decision) {
@@ -519,14 +532,20 @@ func (s *executions) storeDecided(batch []decision) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, d := range batch {
+	s.forget(batch)
+}
+
+// forget takes ds off unstored; s.mu is held.
+func (s *executions) forget(ds []decision) {
+	for _, d := range ds {
 		if s.unstored[d.op.key()]--; s.unstored[d.op.key()] <= 0 {
 			delete(s.unstored, d.op.key())
 		}
 	}
 }
 
-// deciding reports whether this executor appended an outcome of k that is not stored yet.
+// deciding reports whether this executor has an outcome of k that is not stored yet (being
+// appended, or being stored).
 func (s *executions) deciding(k opKey) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -34,6 +34,7 @@ func newFlusher(out Appender, store *executions, log *slog.Logger, onOutcome fun
 // it could not be appended).
 func (f *flusher) push(d decision) <-chan error {
 	done := make(chan error, 1)
+	f.store.appending(d)
 	f.in <- flushItem{d: d, done: done} // the flusher reads until every handler has returned
 	return done
 }
@@ -96,8 +97,12 @@ func (f *flusher) flush(ctx context.Context, items []flushItem) {
 	if err == nil {
 		// The outcomes are in the log: the operations are decided. Storing them in
 		// cmd.executions only lets a redelivered command be skipped sooner; until then the
-		// store knows them as being stored (before any handler hears of the append).
+		// store knows them as being stored (since they were pushed).
 		f.store.decidedLater(ds)
+	} else {
+		// Before any handler hears of the failure: the redelivered commands must be
+		// decided again, not skipped as being decided.
+		f.store.notAppended(ds)
 	}
 	for _, it := range items {
 		it.done <- err
