@@ -56,7 +56,9 @@ func hasReason(r health.Report, part string) bool {
 // The Kafka broker is stopped for 30 s: the gateway's quotes go stale and /readyz says so
 // (not ready, quotes stale, Kafka unreachable) while they are; once the broker is back the
 // relay, the tick tail and the projections reconnect by themselves: a quote newer than the
-// restart reaches the gateway within 10 s, and the service is ready again.
+// restart reaches the gateway within 30 s, and the service is ready again. (It takes about 4 s
+// on an idle host: the producer replaced 2 s after the broker's start, the tail's reconnect
+// after that; the bound is for liveness, not speed: a slow host once took more than 10.)
 func TestKafkaStoppedQuotesResumeAndReadyzReportsTheStaleness(t *testing.T) {
 	vars := apptest.Vars(t)
 	vars["TRADESVC_HEALTH_INTERVAL"] = "500ms"
@@ -88,7 +90,7 @@ func TestKafkaStoppedQuotesResumeAndReadyzReportsTheStaleness(t *testing.T) {
 	}
 	localService(t, "kafka.sh", "start", "29092")
 	restarted := time.Now()
-	deadline := restarted.Add(10 * time.Second)
+	deadline := restarted.Add(30 * time.Second)
 	for {
 		r := svc.App.Health().Report()
 		if age := gatewayDetails(t, r).NewestQuoteAgeSeconds; age != nil &&
@@ -96,7 +98,7 @@ func TestKafkaStoppedQuotesResumeAndReadyzReportsTheStaleness(t *testing.T) {
 			break // a quote stamped after the restart is in the gateway
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no quote newer than the broker's restart within 10 s; last report %+v", r)
+			t.Fatalf("no quote newer than the broker's restart within 30 s; last report %+v", r)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
