@@ -152,9 +152,11 @@ func (p *ExecutionQuality) Apply(ctx context.Context, msgs []batch.Message) erro
 const execLoadChunk = 500
 
 // load reads the current rows of keys: the newest version of each. The store says which
-// version is newest (a read of the sorting key and the version only); a row this process
-// read or wrote is taken from its cache when it is that version, and only the others are
-// read whole. A whole row costs its granule's every column (the state alone is about half a
+// version is newest (execution_quality_versions: the sorting key and the version only, in
+// small granules); a row this process read or wrote is taken from its cache when it is that
+// version, and only the others are read whole. A version there is never older than the
+// row's (insert writes it first), so a cached row of that version is the newest; one newer
+// than any row (its row's insert failed) only costs a whole read. A whole row costs its granule's every column (the state alone is about half a
 // kilobyte): with 150,000 rows in the table, a read of 500 keys took about 0.2 s of
 // ClickHouse's time whole and about 0.02 s by versions (docs/benchmarks.md). Nothing is
 // taken from memory that the store does not confirm, so a failed insert, another writer or a
@@ -167,7 +169,7 @@ func (p *ExecutionQuality) load(ctx context.Context, keys []execKey) (map[execKe
 		if err != nil {
 			return nil, err
 		}
-		rows, err := p.conn.Query(ctx, "SELECT login, tag, max(version) FROM execution_quality WHERE "+where+
+		rows, err := p.conn.Query(ctx, "SELECT login, tag, max(version) FROM execution_quality_versions WHERE "+where+
 			" GROUP BY login, tag")
 		if err != nil {
 			return nil, fmt.Errorf("execution quality: read versions: %w", err)
@@ -305,9 +307,24 @@ var execDecimalColumns = map[string]bool{"requested_volume": true, "requested_pr
 	"quote_bid": true, "quote_ask": true, "arrival_price": true, "executed_volume": true, "fill_price": true,
 	"slippage_points": true, "slippage": true}
 
+// insert writes rows, their versions first (load): a failure between the two inserts leaves
+// a version without its row, which the batch's retry reads past.
 func (p *ExecutionQuality) insert(ctx context.Context, rows []execRow) error {
 	if len(rows) == 0 {
 		return nil
+	}
+	v, err := p.conn.PrepareBatch(ctx, "INSERT INTO execution_quality_versions (login, tag, version)")
+	if err != nil {
+		return fmt.Errorf("prepare execution quality versions insert: %w", err)
+	}
+	defer v.Abort()
+	for i := range rows {
+		if err := v.Append(rows[i].Login, rows[i].Tag, rows[i].Version); err != nil {
+			return fmt.Errorf("append execution quality version %d/%s: %w", rows[i].Login, rows[i].Tag, err)
+		}
+	}
+	if err := v.Send(); err != nil {
+		return fmt.Errorf("insert %d execution quality versions: %w", len(rows), err)
 	}
 	b, err := p.conn.PrepareBatch(ctx, "INSERT INTO execution_quality ("+strings.Join(execColumns, ", ")+")")
 	if err != nil {
@@ -325,12 +342,12 @@ func (p *ExecutionQuality) insert(ctx context.Context, rows []execRow) error {
 	return nil
 }
 
-// Reset empties the table before a replay.
+// Reset empties the tables before a replay.
 func (p *ExecutionQuality) Reset(ctx context.Context) error {
 	p.mu.Lock()
 	p.cache.clear()
 	p.mu.Unlock()
-	return truncate(ctx, p.conn, "execution_quality")
+	return truncate(ctx, p.conn, "execution_quality", "execution_quality_versions")
 }
 
 // Ping implements Pinger: ClickHouse and the reference read models answer.

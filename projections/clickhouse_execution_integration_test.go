@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -384,6 +385,60 @@ func TestExecutionQualityTakesFromMemoryOnlyWhatTheStoreConfirms(t *testing.T) {
 	e.apply(e.msg(eqDeal(1001, 503, 403, "0.01", "60015.00", "#AAAAB1", t0+40), t0+45, 1))
 	if n := e.versions(1001, "#AAAAB1"); n != 3 {
 		t.Errorf("%d versions stored after a redelivery, want 3", n)
+	}
+}
+
+// TestExecutionQualityVersionsGoAheadOfTheirRows: each row's version is in
+// execution_quality_versions, written before the row; a version there whose row never came
+// (its insert failed after the version's) costs a read of the stored row, and the next fact
+// merges into that row as the version after it.
+func TestExecutionQualityVersionsGoAheadOfTheirRows(t *testing.T) {
+	e := eqSetup(t)
+	t0 := eqT0
+	e.apply(e.msg(eqMarket(1001, "op-v", "#AAAAV1", "BUY", "0.01", t0), t0+3, 2),
+		e.msg(eqMarket(1001, "op-w", "#AAAAW1", "SELL", "0.02", t0), t0+3, 2))
+	b, err := e.ch.PrepareBatch(e.ctx, "INSERT INTO execution_quality_versions (login, tag, version)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Append(int64(1001), "#AAAAV1", uint64(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Send(); err != nil {
+		t.Fatal(err)
+	}
+	out := &events.ExecutionOutcome{OperationID: "op-v", Login: 1001, Tag: "#AAAAV1", Attempt: 1, Status: "FILLED",
+		Retcode: 10009, OrderID: 404, DealID: 504, Position: 404, Price: ptrDec("60015.00"), Volume: ptrDec("0.01"),
+		DecidedAt: t0 + 30, SentAt: t0 + 10}
+	e.apply(e.msg(out, t0+31, 1))
+	want(t, e.row(1001, "#AAAAV1"), "version", "2", "status", "FILLED", "mt5_retcode", "10009", "recorded", "1",
+		"side", "BUY", "requested_volume", "0.01000000")
+	if n := e.versions(1001, "#AAAAV1"); n != 2 {
+		t.Errorf("%d versions of the row stored, want 2", n)
+	}
+	rows, err := e.ch.Query(e.ctx, `SELECT v.login, v.tag, v.version, r.version FROM
+		(SELECT login, tag, max(version) AS version FROM execution_quality_versions GROUP BY login, tag) AS v
+		ALL FULL OUTER JOIN (SELECT login, tag, max(version) AS version FROM execution_quality GROUP BY login, tag) AS r
+		USING login, tag ORDER BY tag`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var login int64
+		var tag string
+		var v, r uint64
+		if err := rows.Scan(&login, &tag, &v, &r); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%d/%s %d %d", login, tag, v, r))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if w := []string{"1001/#AAAAV1 2 2", "1001/#AAAAW1 1 1"}; !slices.Equal(got, w) {
+		t.Errorf("versions and rows' newest versions %q, want %q", got, w)
 	}
 }
 
