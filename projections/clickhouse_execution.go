@@ -156,11 +156,11 @@ const execLoadChunk = 500
 // small granules); a row this process read or wrote is taken from its cache when it is that
 // version, and only the others are read whole. A version there is never older than the
 // row's (insert writes it first), so a cached row of that version is the newest; one newer
-// than any row (its row's insert failed) only costs a whole read. A whole row costs its granule's every column (the state alone is about half a
-// kilobyte): with 150,000 rows in the table, a read of 500 keys took about 0.2 s of
-// ClickHouse's time whole and about 0.02 s by versions (docs/benchmarks.md). Nothing is
-// taken from memory that the store does not confirm, so a failed insert, another writer or a
-// restart only costs reads.
+// than any row (its row's insert failed) only costs a whole read. A whole row costs its
+// granule's every column (the state alone is about half a kilobyte): with 150,000 rows in
+// the table, a read of 500 keys took about 0.2 s of ClickHouse's time whole and about 0.02 s
+// by versions (docs/benchmarks.md). Nothing is taken from memory that the store does not
+// confirm, so a failed insert, another writer or a restart only costs reads.
 func (p *ExecutionQuality) load(ctx context.Context, keys []execKey) (map[execKey]execRow, error) {
 	out := make(map[execKey]execRow, len(keys))
 	var whole []execKey
