@@ -313,31 +313,28 @@ func (p *ExecutionQuality) insert(ctx context.Context, rows []execRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	v, err := p.conn.PrepareBatch(ctx, "INSERT INTO execution_quality_versions (login, tag, version)")
+	err := p.send(ctx, "execution_quality_versions (login, tag, version)", "versions", rows,
+		func(r *execRow) []any { return []any{r.Login, r.Tag, r.Version} })
 	if err != nil {
-		return fmt.Errorf("prepare execution quality versions insert: %w", err)
+		return err
 	}
-	defer v.Abort()
-	for i := range rows {
-		if err := v.Append(rows[i].Login, rows[i].Tag, rows[i].Version); err != nil {
-			return fmt.Errorf("append execution quality version %d/%s: %w", rows[i].Login, rows[i].Tag, err)
-		}
-	}
-	if err := v.Send(); err != nil {
-		return fmt.Errorf("insert %d execution quality versions: %w", len(rows), err)
-	}
-	b, err := p.conn.PrepareBatch(ctx, "INSERT INTO execution_quality ("+strings.Join(execColumns, ", ")+")")
+	return p.send(ctx, "execution_quality ("+strings.Join(execColumns, ", ")+")", "rows", rows, (*execRow).values)
+}
+
+// send inserts one block into into (a table and its columns): values of each row.
+func (p *ExecutionQuality) send(ctx context.Context, into, what string, rows []execRow, values func(*execRow) []any) error {
+	b, err := p.conn.PrepareBatch(ctx, "INSERT INTO "+into)
 	if err != nil {
-		return fmt.Errorf("prepare execution quality insert: %w", err)
+		return fmt.Errorf("prepare execution quality %s insert: %w", what, err)
 	}
 	defer b.Abort()
 	for i := range rows {
-		if err := b.Append(rows[i].values()...); err != nil {
-			return fmt.Errorf("append execution quality row %d/%s: %w", rows[i].Login, rows[i].Tag, err)
+		if err := b.Append(values(&rows[i])...); err != nil {
+			return fmt.Errorf("append execution quality %s of %d/%s: %w", what, rows[i].Login, rows[i].Tag, err)
 		}
 	}
 	if err := b.Send(); err != nil {
-		return fmt.Errorf("insert %d execution quality rows: %w", len(rows), err)
+		return fmt.Errorf("insert %d execution quality %s: %w", len(rows), what, err)
 	}
 	return nil
 }
