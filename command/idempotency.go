@@ -327,11 +327,15 @@ func (s *Records) insert(ctx context.Context, recs []Record) ([]bool, error) {
 		}
 	}
 	args := []any{keys, ids, kinds, logins, ops, tags, attempts, hashes, cmds, resps, s.retention.Seconds()}
-	sql := insertRecordsSQL(roundCommit(recs, tried))
+	one := n == 1
+	sql := insertRecordsSQL(roundCommit(recs, tried), one)
 	if claims {
 		// Synchronous: a "sent" row lost in a crash could send an operation twice.
-		sql = insertClaimedRecordsSQL
+		sql = insertClaimedRecordsSQL[one]
 		args = append(args, claimAt)
+	}
+	if one {
+		args = postgres.FirstOf(args) // a single record (a RESULT's): scalars, not arrays
 	}
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
@@ -366,13 +370,20 @@ func (s *Records) insert(ctx context.Context, recs []Record) ([]bool, error) {
 }
 
 // insertRecordsSQL stores a round's records (commit: syncCommit or asyncCommit) and returns
-// the key and operation of each record it stored.
-func insertRecordsSQL(commit string) string {
+// the key and operation of each record it stored; one: a round of one record, whose arguments
+// are scalars (postgres.OneRow).
+func insertRecordsSQL(commit string, one bool) string {
+	const params = `$1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::int[], $8::bytea[],
+			$9::text[], $10::text[]`
+	const names = `k, c, o, l, op, t, a, h, cmd, r`
+	rows := `unnest(` + params + `) AS x(` + names + `)`
+	if one {
+		rows = postgres.OneRow(params, "x", names)
+	}
 	return `INSERT INTO cmd.idempotency (api_key_id, client_order_id, operation, login, operation_id, tag,
 			attempt, request_hash, command, response, status)
 		SELECT k, c, o, l, op, t, a, h, cmd::jsonb, r::jsonb, 'QUEUED'
-		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::int[], $8::bytea[],
-			$9::text[], $10::text[]) AS x(k, c, o, l, op, t, a, h, cmd, r)` + commit + `
+		FROM ` + rows + commit + `
 		ON CONFLICT (api_key_id, client_order_id) DO UPDATE SET operation = EXCLUDED.operation, login = EXCLUDED.login,
 			operation_id = EXCLUDED.operation_id, tag = EXCLUDED.tag, attempt = EXCLUDED.attempt,
 			request_hash = EXCLUDED.request_hash, command = EXCLUDED.command, response = EXCLUDED.response,
@@ -385,15 +396,24 @@ func insertRecordsSQL(commit string) string {
 // "sent" row (cmd.executions) of each record it stored that carries a claim ($12, the
 // claims' times, NULL for none), and returns whether it stored that row: not when another
 // executor's claim came first (the row is then that one's).
-var insertClaimedRecordsSQL = `WITH stored AS (` + insertRecordsSQL(syncCommit) + `, login, tag, attempt, operation),
+// It is indexed by one, as insertRecordsSQL's argument.
+var insertClaimedRecordsSQL = map[bool]string{false: insertClaimedRecords(false), true: insertClaimedRecords(true)}
+
+func insertClaimedRecords(one bool) string {
+	claims := `unnest($5::text[], $12::timestamptz[]) AS c(op, at)`
+	if one {
+		claims = postgres.OneRow(`$5::text[], $12::timestamptz[]`, "c", "op, at")
+	}
+	return `WITH stored AS (` + insertRecordsSQL(syncCommit, one) + `, login, tag, attempt, operation),
 	claimed AS (INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at)
 		SELECT s.operation_id, s.attempt, s.login, s.tag, s.operation, c.at
-		FROM stored s JOIN unnest($5::text[], $12::timestamptz[]) AS c(op, at) ON c.op = s.operation_id
+		FROM stored s JOIN ` + claims + ` ON c.op = s.operation_id
 		WHERE c.at IS NOT NULL
 		ON CONFLICT (operation_id, attempt) DO NOTHING
 		RETURNING operation_id)
 	SELECT s.api_key_id, s.client_order_id, s.operation_id, EXISTS (SELECT 1 FROM claimed c WHERE c.operation_id = s.operation_id)
 	FROM stored s`
+}
 
 // NextAttempt moves the record from attempt seen to seen+1 with the new attempt's envelopes.
 // It reports false when another retry moved it first (then that retry sends the attempt).

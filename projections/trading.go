@@ -570,12 +570,16 @@ func queueItems(b *pgx.Batch, items []*tradingItem, fresh bool, derived []opChan
 		})
 	}
 	for _, t := range tables {
-		if fresh && t == commandTable {
+		switch {
+		case fresh && t == commandTable:
 			args := t.args(facts[t])
-			b.Queue(insertOperationsSQL, append(args, derivedArgs(alignDerived(args[0].([]*string), derived))...)...)
-		} else if fresh && insertedNew[t] {
+			args = append(args, derivedArgs(alignDerived(args[0].([]*string), derived))...)
+			queueRows(b, insertOperationsSQL, insertOperationsOneSQL, args, len(facts[t]))
+		case fresh && insertedNew[t]:
 			t.queueInsert(b, facts[t])
-		} else {
+		case fresh && t.upsertSQL != "":
+			t.queueFresh(b, facts[t])
+		default:
 			t.queue(b, facts[t])
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"tradesvc/events"
 	"tradesvc/events/dec"
 	"tradesvc/events/trading"
+	"tradesvc/infra/postgres"
 )
 
 // opChange is an operation whose derived columns a batch changed.
@@ -263,7 +264,13 @@ WHERE o.operation_id = u.operation_id`
 // the derived rows to the commands rescanned them once per command, a cost that grew with the
 // square of the batch (124 ms for 74 operations; a third of Postgres' statement time at 1,000
 // orders/s).
-var insertOperationsSQL = `INSERT INTO rm.operations (` + commandTable.list + `, status, code, retcode, msg,
+var insertOperationsSQL = insertOperationsHead + insertOperationsFrom(false)
+
+// insertOperationsOneSQL is insertOperationsSQL of one operation (postgres.OneRow).
+var insertOperationsOneSQL = insertOperationsHead + insertOperationsFrom(true)
+
+// insertOperationsHead is insertOperationsSQL without its rows.
+var insertOperationsHead = `INSERT INTO rm.operations (` + commandTable.list + `, status, code, retcode, msg,
 	order_id, deal_id, position_id, exec_price, executed_volume, updated_at, deal_count, derived_attempt,
 	derived_decided, version, out_attempt, out_status, out_code, out_retcode, out_msg, out_unanswered, out_order_id,
 	out_deal_id, out_position_id, out_price, out_volume, out_decided_at)
@@ -277,12 +284,15 @@ SELECT ` + commandTable.typed + `, coalesce(nullif(u.status, ''), 'ACCEPTED'), u
 	CASE WHEN u.has_out THEN u.out_order_id END, CASE WHEN u.has_out THEN u.out_deal_id END,
 	CASE WHEN u.has_out THEN u.out_position_id END, CASE WHEN u.has_out THEN u.out_price END,
 	CASE WHEN u.has_out THEN u.out_volume END, CASE WHEN u.has_out THEN u.out_decided_at END
-FROM ` + insertOperationsFrom()
+FROM `
 
 // insertOperationsFrom is insertOperationsSQL's rows: the command's arrays and derivedArgs'
-// in one unnest, as u(c1, …, derivedColumns).
-func insertOperationsFrom() string {
+// in one unnest, as u(c1, …, derivedColumns); one: of one operation, as scalars (postgres.OneRow).
+func insertOperationsFrom(one bool) string {
 	params, names := derivedParams(commandTable.cols + 1)
+	if one {
+		return postgres.OneRow(commandTable.params+", "+params, "u", commandTable.raw+", "+names)
+	}
 	return "unnest(" + commandTable.params + ", " + params + ")\n\tAS u(" + commandTable.raw + ", " + names + ")"
 }
 

@@ -248,6 +248,43 @@ func TestTradingProjectionAppliesAFreshBatchInOnePipelineAsTheLongWayDoes(t *tes
 // its order) is rolled back by what checks them in its pipeline (the fence, or the plain insert
 // of its operation) and takes the long way: the operation is FILLED as ever, and each of its
 // two deals (and a pending order's state) has one change row, from whoever applied it first.
+// A fresh batch of one operation writes its rows with the one-row statements (postgres.OneRow), and
+// the newest of a key's facts with the plain upsert (queueFresh): the RESULT's order below has
+// two facts (placed, then filled), its position and balance one each, its deals two.
+func TestTradingProjectionAppliesAFreshBatchOfOneOperationAsTheLongWayDoes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		out  func() *events.ExecutionOutcome
+	}{
+		{"market", func() *events.ExecutionOutcome { return resultOutcome(t, 7003, "op-one", "#ONE001", 700, 10) }},
+		{"limit", func() *events.ExecutionOutcome { return limitOutcome(t, 7003, "op-one", "#ONE001", 700, 10) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fresh, long := newFreshProjection(t, nil), newFreshProjection(t, nil)
+			if err := fresh.apply(t, outcomeMessage(resultOutcome(t, 7001, "op-warm", "#WARM01", 500, 1))); err != nil {
+				t.Fatal(err) // the symbol's digits learnt: the next batch can be fresh
+			}
+			if err := fresh.apply(t, outcomeMessage(tc.out())); err != nil {
+				t.Fatal(err)
+			}
+			if applied, fenced := fresh.freshBatches(); applied != 1 || fenced != 0 {
+				t.Fatalf("%d fresh batches applied, %d fenced; want 1, 0", applied, fenced)
+			}
+			if err := long.apply(t, outcomeMessage(tc.out())); err != nil {
+				t.Fatal(err)
+			}
+			if applied, _ := long.freshBatches(); applied != 0 {
+				t.Fatal("the reference projection did not take the long way")
+			}
+			want := readModelRows(t, long.pool, 7003)
+			sameRows(t, readModelRows(t, fresh.pool, 7003), want)
+			if len(want["orders"]) != 1 {
+				t.Fatalf("orders %v, want the one order", want["orders"])
+			}
+		})
+	}
+}
+
 func TestTradingProjectionFreshBatchWhoseRowsAreStoredTakesTheLongWay(t *testing.T) {
 	fresh := newFreshProjection(t, nil)
 	other := newFreshProjection(t, fresh.pool)

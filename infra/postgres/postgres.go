@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"tradesvc/infra/check"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -93,6 +95,35 @@ func Open(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 // SET LOCAL, COMMIT round trips). For one statement's commit on a pool that otherwise
 // commits synchronously.
 const AsyncCommitItem = `(SELECT set_config('synchronous_commit', 'off', true)) AS async`
+
+// OneRow is the rows "unnest(params) AS alias(names)" of a statement, for one row: params,
+// each "$n::type[]", become scalars of their element types ("$n::text::numeric" for numeric,
+// which pgx encodes from text), so that a batch of one row is not packed into arrays and
+// unpacked again. Its arguments are FirstOf the arrays'. Measured with pgbench on a table
+// shaped as rm.positions, one row, synchronous commit: 0.18–0.20 ms an upsert from arrays,
+// 0.15–0.16 ms from scalars.
+func OneRow(params, alias, names string) string {
+	return `(VALUES (` + Scalars(params) + `)) AS ` + alias + `(` + names + `)`
+}
+
+// Scalars is params ("$n::type[]", comma separated) as scalars of their element types (OneRow).
+func Scalars(params string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(params, "::numeric[]", "::text::numeric"), "[]", "")
+}
+
+// FirstOf is args with each slice replaced by its first element: the arguments of a
+// statement's OneRow form, arrays of one element each (other arguments are kept).
+func FirstOf(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		if v := reflect.ValueOf(a); v.Kind() == reflect.Slice {
+			out[i] = v.Index(0).Interface()
+		} else {
+			out[i] = a
+		}
+	}
+	return out
+}
 
 // NeverSent reports the errors of a statement that never reached Postgres: a connection that
 // could not be made, or one that failed before anything was written to it.

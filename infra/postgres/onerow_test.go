@@ -1,0 +1,23 @@
+package postgres
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestOneRowTurnsArrayParametersIntoScalars(t *testing.T) {
+	got := OneRow("$1::bigint[], $2::text[], $3::numeric[], $4::bytea[]", "x", "a, b, c, d")
+	want := "(VALUES ($1::bigint, $2::text, $3::text::numeric, $4::bytea)) AS x(a, b, c, d)"
+	if got != want {
+		t.Fatalf("OneRow:\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestFirstOfTakesEachArraysFirstElementAndKeepsScalars(t *testing.T) {
+	s := "x"
+	got := FirstOf([]any{[]int64{7}, []*string{&s}, []*string{nil}, [][]byte{{1, 2}}, 2.5})
+	want := []any{int64(7), &s, (*string)(nil), []byte{1, 2}, 2.5}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("FirstOf: got %#v, want %#v", got, want)
+	}
+}
