@@ -376,14 +376,10 @@ func insertRecordsSQL(commit string, one bool) string {
 	const params = `$1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::int[], $8::bytea[],
 			$9::text[], $10::text[]`
 	const names = `k, c, o, l, op, t, a, h, cmd, r`
-	rows := `unnest(` + params + `) AS x(` + names + `)`
-	if one {
-		rows = postgres.OneRow(params, "x", names)
-	}
 	return `INSERT INTO cmd.idempotency (api_key_id, client_order_id, operation, login, operation_id, tag,
 			attempt, request_hash, command, response, status)
 		SELECT k, c, o, l, op, t, a, h, cmd::jsonb, r::jsonb, 'QUEUED'
-		FROM ` + rows + commit + `
+		FROM ` + postgres.Rows(params, "x", names, one) + commit + `
 		ON CONFLICT (api_key_id, client_order_id) DO UPDATE SET operation = EXCLUDED.operation, login = EXCLUDED.login,
 			operation_id = EXCLUDED.operation_id, tag = EXCLUDED.tag, attempt = EXCLUDED.attempt,
 			request_hash = EXCLUDED.request_hash, command = EXCLUDED.command, response = EXCLUDED.response,
@@ -400,10 +396,7 @@ func insertRecordsSQL(commit string, one bool) string {
 var insertClaimedRecordsSQL = map[bool]string{false: insertClaimedRecords(false), true: insertClaimedRecords(true)}
 
 func insertClaimedRecords(one bool) string {
-	claims := `unnest($5::text[], $12::timestamptz[]) AS c(op, at)`
-	if one {
-		claims = postgres.OneRow(`$5::text[], $12::timestamptz[]`, "c", "op, at")
-	}
+	claims := postgres.Rows(`$5::text[], $12::timestamptz[]`, "c", "op, at", one)
 	return `WITH stored AS (` + insertRecordsSQL(syncCommit, one) + `, login, tag, attempt, operation),
 	claimed AS (INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at)
 		SELECT s.operation_id, s.attempt, s.login, s.tag, s.operation, c.at

@@ -290,10 +290,7 @@ FROM `
 // in one unnest, as u(c1, …, derivedColumns); one: of one operation, as scalars (postgres.OneRow).
 func insertOperationsFrom(one bool) string {
 	params, names := derivedParams(commandTable.cols + 1)
-	if one {
-		return postgres.OneRow(commandTable.params+", "+params, "u", commandTable.raw+", "+names)
-	}
-	return "unnest(" + commandTable.params + ", " + params + ")\n\tAS u(" + commandTable.raw + ", " + names + ")"
+	return postgres.Rows(commandTable.params+", "+params, "u", commandTable.raw+", "+names, one)
 }
 
 // alignDerived lines derived up with the operation ids of a fresh batch's commands (the first

@@ -210,9 +210,9 @@ WHERE ranked.pick = 1 AND stored.k IS NULL`
 	}
 	ft := &factTable{sql: sql, cols: len(f.cols), row: f.row, list: list, typed: strings.Join(typed, ", "),
 		params: strings.Join(params, ", "), raw: strings.Join(raw, ", ")}
-	ft.from = `unnest(` + ft.params + `) AS x(` + ft.raw + `)`
+	ft.from = postgres.Rows(ft.params, "x", ft.raw, false)
 	ft.insertSQL = `INSERT INTO ` + table + ` (` + list + `) SELECT ` + ft.typed + ` FROM ` + ft.from
-	ft.insertOneSQL = `INSERT INTO ` + table + ` (` + list + `) SELECT ` + ft.typed + ` FROM ` + postgres.OneRow(ft.params, "x", ft.raw)
+	ft.insertOneSQL = `INSERT INTO ` + table + ` (` + list + `) SELECT ` + ft.typed + ` FROM ` + postgres.Rows(ft.params, "x", ft.raw, true)
 	if f.forward {
 		ft.key = slices.IndexFunc(f.cols, func(c factColumn) bool { return c.name == key })
 		ft.seq = slices.IndexFunc(f.cols, func(c factColumn) bool { return c.name == seq })

@@ -450,16 +450,28 @@ func (s *executions) decided(ctx context.Context, ds []decision) error {
 	// loses is only a record missing its outcome, which a redelivered command or a retry
 	// reconciles (reporting the same outcome again). The sent rows (claim) stay synchronous:
 	// losing one could send twice.
-	_, err := s.pool.Exec(ctx, `INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at, outcome, decided_at)
-		SELECT id, attempt, login, tag, kind, sent_at, outcome::jsonb, decided_at
-		FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::timestamptz[])
-		  AS d(id, attempt, login, tag, kind, sent_at, outcome, decided_at), `+postgres.AsyncCommitItem+`
-		ON CONFLICT (operation_id, attempt) DO UPDATE SET outcome = EXCLUDED.outcome, decided_at = EXCLUDED.decided_at`,
-		ids, attempts, logins, tags, kinds, sentAt, outcomes, decidedAt)
+	args := []any{ids, attempts, logins, tags, kinds, sentAt, outcomes, decidedAt}
+	sql := storeOutcomesSQL[false]
+	if n == 1 {
+		sql, args = storeOutcomesSQL[true], postgres.FirstOf(args) // one outcome: scalars, not arrays
+	}
+	_, err := s.pool.Exec(ctx, sql, args...)
 	if err != nil {
 		return fmt.Errorf("store %d outcomes: %w", n, err)
 	}
 	return nil
+}
+
+// storeOutcomesSQL stores decided outcomes, as arrays, or (true) one as scalars (postgres.OneRow).
+var storeOutcomesSQL = map[bool]string{false: storeOutcomes(false), true: storeOutcomes(true)}
+
+func storeOutcomes(one bool) string {
+	const params = `$1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::timestamptz[]`
+	const names = `id, attempt, login, tag, kind, sent_at, outcome, decided_at`
+	return `INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at, outcome, decided_at)
+		SELECT id, attempt, login, tag, kind, sent_at, outcome::jsonb, decided_at
+		FROM ` + postgres.Rows(params, "d", names, one) + `, ` + postgres.AsyncCommitItem + `
+		ON CONFLICT (operation_id, attempt) DO UPDATE SET outcome = EXCLUDED.outcome, decided_at = EXCLUDED.decided_at`
 }
 
 // lastOfEach keeps the last decision of each (operation, attempt), in order: the queue may

@@ -11,6 +11,12 @@ func TestOneRowTurnsArrayParametersIntoScalars(t *testing.T) {
 	if got != want {
 		t.Fatalf("OneRow:\n got %s\nwant %s", got, want)
 	}
+	if got := Rows("$1::bigint[], $2::numeric[]", "x", "a, b", false); got != "unnest($1::bigint[], $2::numeric[]) AS x(a, b)" {
+		t.Fatalf("Rows of arrays: %s", got)
+	}
+	if got := Rows("$1::bigint[], $2::numeric[]", "x", "a, b", true); got != "(VALUES ($1::bigint, $2::text::numeric)) AS x(a, b)" {
+		t.Fatalf("Rows of one row: %s", got)
+	}
 }
 
 func TestFirstOfTakesEachArraysFirstElementAndKeepsScalars(t *testing.T) {

@@ -106,6 +106,15 @@ func OneRow(params, alias, names string) string {
 	return `(VALUES (` + Scalars(params) + `)) AS ` + alias + `(` + names + `)`
 }
 
+// Rows is "unnest(params) AS alias(names)", the rows of a statement whose parameters are arrays
+// of one element per row, or its OneRow form when one.
+func Rows(params, alias, names string, one bool) string {
+	if one {
+		return OneRow(params, alias, names)
+	}
+	return `unnest(` + params + `) AS ` + alias + `(` + names + `)`
+}
+
 // Scalars is params ("$n::type[]", comma separated) as scalars of their element types (OneRow).
 func Scalars(params string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(params, "::numeric[]", "::text::numeric"), "[]", "")
