@@ -142,10 +142,10 @@ type factTable struct {
 	// insertOneSQL is insertSQL for one row, of scalar parameters (postgres.OneRow).
 	insertOneSQL string
 	// upsertSQL and upsertOneSQL write a fresh batch's newest fact of each key of a forward
-	// table (queueFresh): an insert that replaces the stored row where it is older.
+	// table of facts (queueFresh): an insert that replaces the stored row where it is older.
 	upsertSQL, upsertOneSQL string
-	// key and seq are the positions of the key and the seq among the columns (forward tables).
-	key, seq int
+	// key is the position of the key among the columns (forward tables).
+	key int
 }
 
 type factColumn struct{ name, typ string }
@@ -213,9 +213,8 @@ WHERE ranked.pick = 1 AND stored.k IS NULL`
 	ft.from = postgres.Rows(ft.params, "x", ft.raw, false)
 	ft.insertSQL = `INSERT INTO ` + table + ` (` + list + `) SELECT ` + ft.typed + ` FROM ` + ft.from
 	ft.insertOneSQL = `INSERT INTO ` + table + ` (` + list + `) SELECT ` + ft.typed + ` FROM ` + postgres.Rows(ft.params, "x", ft.raw, true)
-	if f.forward {
+	if f.forward && f.seq == "" { // the trade-server facts' tables (queueFresh orders them by events.FactSeq)
 		ft.key = slices.IndexFunc(f.cols, func(c factColumn) bool { return c.name == key })
-		ft.seq = slices.IndexFunc(f.cols, func(c factColumn) bool { return c.name == seq })
 		upsert := ` ON CONFLICT (` + key + `) DO UPDATE SET ` + strings.Join(set, ", ") + ` WHERE ` + moves
 		ft.upsertSQL, ft.upsertOneSQL = ft.insertSQL+upsert, ft.insertOneSQL+upsert
 	}
@@ -274,14 +273,11 @@ func (f *factTable) queueInsert(b *pgx.Batch, items []*tradingItem) {
 // stored row (about 30 µs of Postgres' time a statement, of one row).
 func (f *factTable) queueFresh(b *pgx.Batch, items []*tradingItem) {
 	var rows [][]*string
-	var seqs []int64
+	var seqs []uint64
 	at := map[string]int{}
 	for _, it := range items {
 		r := f.row(it.ev)
-		seq, err := strconv.ParseInt(*r[f.seq], 10, 64)
-		if err != nil {
-			panic(fmt.Sprintf("projections: %s: seq %q: %v", it.ev.EventType(), *r[f.seq], err)) // f.row formats it
-		}
+		seq, _ := events.FactSeq(it.ev) // a trade-server fact: the forward tables are theirs
 		k := *r[f.key]
 		if i, ok := at[k]; !ok {
 			at[k] = len(rows)
