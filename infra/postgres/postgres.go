@@ -103,7 +103,7 @@ const AsyncCommitItem = `(SELECT set_config('synchronous_commit', 'off', true)) 
 // shaped as rm.positions, one row, synchronous commit: 0.18–0.20 ms an upsert from arrays,
 // 0.15–0.16 ms from scalars.
 func OneRow(params, alias, names string) string {
-	return `(VALUES (` + Scalars(params) + `)) AS ` + alias + `(` + names + `)`
+	return `(VALUES (` + scalars(params) + `)) AS ` + alias + `(` + names + `)`
 }
 
 // Rows is "unnest(params) AS alias(names)", the rows of a statement whose parameters are arrays
@@ -115,8 +115,8 @@ func Rows(params, alias, names string, one bool) string {
 	return `unnest(` + params + `) AS ` + alias + `(` + names + `)`
 }
 
-// Scalars is params ("$n::type[]", comma separated) as scalars of their element types (OneRow).
-func Scalars(params string) string {
+// scalars is params ("$n::type[]", comma separated) as scalars of their element types (OneRow).
+func scalars(params string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(params, "::numeric[]", "::text::numeric"), "[]", "")
 }
 
