@@ -327,16 +327,13 @@ func (s *Records) insert(ctx context.Context, recs []Record) ([]bool, error) {
 		}
 	}
 	args := []any{keys, ids, kinds, logins, ops, tags, attempts, hashes, cmds, resps, s.retention.Seconds()}
-	one := n == 1
-	sql := insertRecordsSQL(roundCommit(recs, tried), one)
+	stmt := insertRecords[roundCommit(recs, tried)]
 	if claims {
 		// Synchronous: a "sent" row lost in a crash could send an operation twice.
-		sql = insertClaimedRecordsSQL[one]
+		stmt = insertClaimedRecords
 		args = append(args, claimAt)
 	}
-	if one {
-		args = postgres.FirstOf(args) // a single record (a RESULT's): scalars, not arrays
-	}
+	sql, args := stmt.For(n, args) // a single record (a RESULT's): scalars, not arrays
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("insert idempotency records: %w", err)
@@ -369,6 +366,12 @@ func (s *Records) insert(ctx context.Context, recs []Record) ([]bool, error) {
 	return inserted, nil
 }
 
+// insertRecords are insertRecordsSQL by commit.
+var insertRecords = map[string]postgres.RowsStatement{
+	syncCommit:  postgres.NewRowsStatement(func(one bool) string { return insertRecordsSQL(syncCommit, one) }),
+	asyncCommit: postgres.NewRowsStatement(func(one bool) string { return insertRecordsSQL(asyncCommit, one) }),
+}
+
 // insertRecordsSQL stores a round's records (commit: syncCommit or asyncCommit) and returns
 // the key and operation of each record it stored; one: a round of one record, whose arguments
 // are scalars (postgres.OneRow).
@@ -392,10 +395,9 @@ func insertRecordsSQL(commit string, one bool) string {
 // "sent" row (cmd.executions) of each record it stored that carries a claim ($12, the
 // claims' times, NULL for none), and returns whether it stored that row: not when another
 // executor's claim came first (the row is then that one's).
-// It is indexed by one, as insertRecordsSQL's argument.
-var insertClaimedRecordsSQL = map[bool]string{false: insertClaimedRecords(false), true: insertClaimedRecords(true)}
+var insertClaimedRecords = postgres.NewRowsStatement(insertClaimedRecordsSQL)
 
-func insertClaimedRecords(one bool) string {
+func insertClaimedRecordsSQL(one bool) string {
 	claims := postgres.Rows(`$5::text[], $12::timestamptz[]`, "c", "op, at", one)
 	return `WITH stored AS (` + insertRecordsSQL(syncCommit, one) + `, login, tag, attempt, operation),
 	claimed AS (INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at)

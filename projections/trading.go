@@ -574,10 +574,10 @@ func queueItems(b *pgx.Batch, items []*tradingItem, fresh bool, derived []opChan
 		case fresh && t == commandTable:
 			args := t.args(facts[t])
 			args = append(args, derivedArgs(alignDerived(args[0].([]*string), derived))...)
-			queueRows(b, insertOperationsSQL, insertOperationsOneSQL, args, len(facts[t]))
+			queueRows(b, insertOperations, args, len(facts[t]))
 		case fresh && insertedNew[t]:
 			t.queueInsert(b, facts[t])
-		case fresh && t.upsertSQL != "":
+		case fresh && t.fresh:
 			t.queueFresh(b, facts[t])
 		default:
 			t.queue(b, facts[t])

@@ -4,7 +4,7 @@ import "testing"
 
 // A fresh batch's derived columns are lined up with its commands' rows by operation id; a
 // command whose operation has no change gets the zero change, whose empty status the insert
-// reads as the column's default (insertOperationsSQL), and a change no command starts is left out.
+// reads as the column's default (insertOperations), and a change no command starts is left out.
 func TestAlignDerivedLinesChangesUpWithTheCommands(t *testing.T) {
 	a, b, c := "op-a", "op-b", "op-c"
 	derived := []opChange{{OperationID: "op-b", Version: 2}, {OperationID: "op-x", Version: 9}, {OperationID: "op-a", Version: 1}}

@@ -254,7 +254,7 @@ var updateDerivedSQL = `UPDATE rm.operations o SET status = u.status, code = u.c
 FROM ` + derivedUnnest(1) + `
 WHERE o.operation_id = u.operation_id`
 
-// insertOperationsSQL inserts a fresh batch's operations (trading_fresh.go) with their derived
+// insertOperations inserts a fresh batch's operations (trading_fresh.go) with their derived
 // columns and folded outcomes: the command's columns (commandTable's) as text arrays, then
 // derivedArgs aligned with them (alignDerived: a zero change for an operation whose row holds
 // no more than a command's, whose empty status and false flags give the columns' defaults, as
@@ -264,12 +264,11 @@ WHERE o.operation_id = u.operation_id`
 // the derived rows to the commands rescanned them once per command, a cost that grew with the
 // square of the batch (124 ms for 74 operations; a third of Postgres' statement time at 1,000
 // orders/s).
-var insertOperationsSQL = insertOperationsHead + insertOperationsFrom(false)
+var insertOperations = postgres.NewRowsStatement(func(one bool) string {
+	return insertOperationsHead + insertOperationsFrom(one)
+})
 
-// insertOperationsOneSQL is insertOperationsSQL of one operation (postgres.OneRow).
-var insertOperationsOneSQL = insertOperationsHead + insertOperationsFrom(true)
-
-// insertOperationsHead is insertOperationsSQL without its rows.
+// insertOperationsHead is insertOperations without its rows.
 var insertOperationsHead = `INSERT INTO rm.operations (` + commandTable.list + `, status, code, retcode, msg,
 	order_id, deal_id, position_id, exec_price, executed_volume, updated_at, deal_count, derived_attempt,
 	derived_decided, version, out_attempt, out_status, out_code, out_retcode, out_msg, out_unanswered, out_order_id,
@@ -286,7 +285,7 @@ SELECT ` + commandTable.typed + `, coalesce(nullif(u.status, ''), 'ACCEPTED'), u
 	CASE WHEN u.has_out THEN u.out_volume END, CASE WHEN u.has_out THEN u.out_decided_at END
 FROM `
 
-// insertOperationsFrom is insertOperationsSQL's rows: the command's arrays and derivedArgs'
+// insertOperationsFrom is insertOperations' rows: the command's arrays and derivedArgs'
 // in one unnest, as u(c1, …, derivedColumns); one: of one operation, as scalars (postgres.OneRow).
 func insertOperationsFrom(one bool) string {
 	params, names := derivedParams(commandTable.cols + 1)
@@ -315,7 +314,7 @@ func alignDerived(ids []*string, derived []opChange) []opChange {
 	return aligned
 }
 
-// derivedArgs are the arrays of updateDerivedSQL and insertOperationsSQL: the operation ids,
+// derivedArgs are the arrays of updateDerivedSQL and insertOperations: the operation ids,
 // then one per derived column (derivedColumns).
 func derivedArgs(changes []opChange) []any {
 	n := len(changes)

@@ -130,20 +130,20 @@ type factTable struct {
 	sql  string
 	cols int
 	row  func(events.Event) []*string // the fact's columns as text (nil: NULL)
-	// insertSQL inserts rows that must be new (a fresh batch's, trading_fresh.go): a row
-	// stored already fails it with a unique violation, which makes it its own fence.
-	insertSQL string
-	// list, typed and from are insertSQL's pieces: the columns, their values (each text cast
+	// insert inserts rows that must be new (a fresh batch's, trading_fresh.go): a row
+	// stored already fails it with a unique violation, which makes it its own fence. Both
+	// forms, over arrays and over one row (postgres.RowsStatement).
+	insert postgres.RowsStatement
+	// list, typed and from are insert's pieces: the columns, their values (each text cast
 	// to its column's type) and the arrays they come from, x(c1, c2, …), for a statement that
-	// inserts more besides (insertOperationsSQL).
+	// inserts more besides (insertOperations).
 	list, typed, from string
 	// params and raw are from's pieces: the typed parameters and the columns x(c1, c2, …).
 	params, raw string
-	// insertOneSQL is insertSQL for one row, of scalar parameters (postgres.OneRow).
-	insertOneSQL string
-	// upsertSQL and upsertOneSQL write a fresh batch's newest fact of each key of a forward
-	// table of facts (queueFresh): an insert that replaces the stored row where it is older.
-	upsertSQL, upsertOneSQL string
+	// upsert writes a fresh batch's newest fact of each key of a forward table of facts
+	// (queueFresh, when fresh): an insert that replaces the stored row where it is older.
+	upsert postgres.RowsStatement
+	fresh  bool
 	// key is the position of the key among the columns (forward tables).
 	key int
 }
@@ -211,24 +211,23 @@ WHERE ranked.pick = 1 AND stored.k IS NULL`
 	ft := &factTable{sql: sql, cols: len(f.cols), row: f.row, list: list, typed: strings.Join(typed, ", "),
 		params: strings.Join(params, ", "), raw: strings.Join(raw, ", ")}
 	ft.from = postgres.Rows(ft.params, "x", ft.raw, false)
-	ft.insertSQL = `INSERT INTO ` + table + ` (` + list + `) SELECT ` + ft.typed + ` FROM ` + ft.from
-	ft.insertOneSQL = `INSERT INTO ` + table + ` (` + list + `) SELECT ` + ft.typed + ` FROM ` + postgres.Rows(ft.params, "x", ft.raw, true)
+	insert := func(one bool) string {
+		return `INSERT INTO ` + table + ` (` + list + `) SELECT ` + ft.typed + ` FROM ` + postgres.Rows(ft.params, "x", ft.raw, one)
+	}
+	ft.insert = postgres.NewRowsStatement(insert)
 	if f.forward && f.seq == "" { // the trade-server facts' tables (queueFresh orders them by events.FactSeq)
-		ft.key = slices.IndexFunc(f.cols, func(c factColumn) bool { return c.name == key })
+		ft.key, ft.fresh = slices.IndexFunc(f.cols, func(c factColumn) bool { return c.name == key }), true
 		upsert := ` ON CONFLICT (` + key + `) DO UPDATE SET ` + strings.Join(set, ", ") + ` WHERE ` + moves
-		ft.upsertSQL, ft.upsertOneSQL = ft.insertSQL+upsert, ft.insertOneSQL+upsert
+		ft.upsert = postgres.NewRowsStatement(func(one bool) string { return insert(one) + upsert })
 	}
 	return ft
 }
 
-// queueRows queues sql, or its one-row form one (postgres.OneRow) when rows is one row, with
-// the arguments of rows (columns of text, argsOf) and more (arrays of as many elements): a
-// fresh batch of one order, the RESULT path, is not packed into arrays.
-func queueRows(b *pgx.Batch, sql, one string, args []any, rows int) {
-	if rows == 1 {
-		b.Queue(one, postgres.FirstOf(args)...)
-		return
-	}
+// queueRows queues s for a number of rows given as args (columns of text, argsOf, and more
+// arrays of as many elements): a fresh batch of one order, the RESULT path, is not packed
+// into arrays (postgres.RowsStatement).
+func queueRows(b *pgx.Batch, s postgres.RowsStatement, args []any, rows int) {
+	sql, args := s.For(rows, args)
 	b.Queue(sql, args...)
 }
 
@@ -259,9 +258,9 @@ func (f *factTable) argsOf(rows [][]*string) []any {
 	return args
 }
 
-// queueInsert queues the insert of items, rows that must be new (insertSQL).
+// queueInsert queues the insert of items, rows that must be new (insert).
 func (f *factTable) queueInsert(b *pgx.Batch, items []*tradingItem) {
-	queueRows(b, f.insertSQL, f.insertOneSQL, f.args(items), len(items))
+	queueRows(b, f.insert, f.args(items), len(items))
 }
 
 // queueFresh queues the write of a fresh batch's facts of a forward table: of each key, the
@@ -286,7 +285,7 @@ func (f *factTable) queueFresh(b *pgx.Batch, items []*tradingItem) {
 			rows[i], seqs[i] = r, seq
 		}
 	}
-	queueRows(b, f.upsertSQL, f.upsertOneSQL, f.argsOf(rows), len(rows))
+	queueRows(b, f.upsert, f.argsOf(rows), len(rows))
 }
 
 // queue queues the statement that applies items (facts of this table, in their order) and

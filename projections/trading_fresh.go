@@ -244,7 +244,7 @@ const freshFenceSQL = `SELECT rm.fence(
 		JOIN rm.account_balances a ON a.login = x.k WHERE a.seq >= x.s),
 	'` + fenceFresh + `', 'the batch is not fresh: the read models hold some of it already')`
 
-// insertedNew are the tables whose rows a fresh batch inserts as new (factTable.insertSQL): its
+// insertedNew are the tables whose rows a fresh batch inserts as new (factTable.insert): its
 // operations (their commands) and its deals. A row stored already, by id or by (login, tag),
 // fails the insert with a unique violation: the insert is the fence of those.
 var insertedNew = map[*factTable]bool{commandTable: true, factTables[(*events.DealAdded)(nil).EventType()]: true}

@@ -29,7 +29,7 @@ func TestInsertOperationsReadsTheBatchOnceWithoutAJoin(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := tx.Exec(ctx, "PREPARE insert_operations AS "+insertOperationsSQL); err != nil {
+	if _, err := tx.Exec(ctx, "PREPARE insert_operations AS "+insertOperations.SQL()); err != nil {
 		t.Fatal(err)
 	}
 	params := commandTable.cols + len(derivedColumns)

@@ -450,11 +450,7 @@ func (s *executions) decided(ctx context.Context, ds []decision) error {
 	// loses is only a record missing its outcome, which a redelivered command or a retry
 	// reconciles (reporting the same outcome again). The sent rows (claim) stay synchronous:
 	// losing one could send twice.
-	args := []any{ids, attempts, logins, tags, kinds, sentAt, outcomes, decidedAt}
-	sql := storeOutcomesSQL[false]
-	if n == 1 {
-		sql, args = storeOutcomesSQL[true], postgres.FirstOf(args) // one outcome: scalars, not arrays
-	}
+	sql, args := storeOutcomes.For(n, []any{ids, attempts, logins, tags, kinds, sentAt, outcomes, decidedAt})
 	_, err := s.pool.Exec(ctx, sql, args...)
 	if err != nil {
 		return fmt.Errorf("store %d outcomes: %w", n, err)
@@ -462,10 +458,10 @@ func (s *executions) decided(ctx context.Context, ds []decision) error {
 	return nil
 }
 
-// storeOutcomesSQL stores decided outcomes, as arrays, or (true) one as scalars (postgres.OneRow).
-var storeOutcomesSQL = map[bool]string{false: storeOutcomes(false), true: storeOutcomes(true)}
+// storeOutcomes stores decided outcomes (one of them as scalars: postgres.RowsStatement).
+var storeOutcomes = postgres.NewRowsStatement(storeOutcomesSQL)
 
-func storeOutcomes(one bool) string {
+func storeOutcomesSQL(one bool) string {
 	const params = `$1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::timestamptz[]`
 	const names = `id, attempt, login, tag, kind, sent_at, outcome, decided_at`
 	return `INSERT INTO cmd.executions (operation_id, attempt, login, tag, kind, sent_at, outcome, decided_at)

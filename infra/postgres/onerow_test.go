@@ -27,3 +27,13 @@ func TestFirstOfTakesEachArraysFirstElementAndKeepsScalars(t *testing.T) {
 		t.Fatalf("FirstOf: got %#v, want %#v", got, want)
 	}
 }
+
+func TestRowsStatementTakesItsOneRowFormForOneRow(t *testing.T) {
+	s := NewRowsStatement(func(one bool) string { return "FROM " + Rows("$1::bigint[]", "x", "a", one) })
+	if sql, args := s.For(1, []any{[]int64{7}}); sql != "FROM (VALUES ($1::bigint)) AS x(a)" || !reflect.DeepEqual(args, []any{int64(7)}) {
+		t.Fatalf("one row: %s %v", sql, args)
+	}
+	if sql, args := s.For(2, []any{[]int64{7, 8}}); sql != s.SQL() || sql != "FROM unnest($1::bigint[]) AS x(a)" || len(args) != 1 {
+		t.Fatalf("two rows: %s %v", sql, args)
+	}
+}

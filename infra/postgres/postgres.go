@@ -115,6 +115,27 @@ func Rows(params, alias, names string, one bool) string {
 	return `unnest(` + params + `) AS ` + alias + `(` + names + `)`
 }
 
+// RowsStatement is a statement whose rows come as arrays of one element per row (Rows), in
+// both its forms: over arrays, and over one row of scalars.
+type RowsStatement struct{ arrays, one string }
+
+// NewRowsStatement makes both forms of the statement that build writes around Rows(…, one).
+func NewRowsStatement(build func(one bool) string) RowsStatement {
+	return RowsStatement{arrays: build(false), one: build(true)}
+}
+
+// For is the statement and its arguments for a number of rows given as args (their arrays,
+// and any other arguments): the one-row form, of FirstOf(args), when rows is 1.
+func (s RowsStatement) For(rows int, args []any) (string, []any) {
+	if rows == 1 {
+		return s.one, FirstOf(args)
+	}
+	return s.arrays, args
+}
+
+// SQL is the statement over arrays.
+func (s RowsStatement) SQL() string { return s.arrays }
+
 // scalars is params ("$n::type[]", comma separated) as scalars of their element types (OneRow).
 func scalars(params string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(params, "::numeric[]", "::text::numeric"), "[]", "")
