@@ -192,6 +192,28 @@ func (p *Positions) knownPast(msgs []batch.Message) (kept []batch.Message, ok bo
 	return kept, true
 }
 
+// nextOf returns where tp stands as this process knows it (known is false when it does not:
+// never loaded, forgotten, or found behind by Watch).
+func (p *Positions) nextOf(tp topicPartition) (next int64, known bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rewinding[tp] {
+		return 0, false
+	}
+	next, known = p.next[tp]
+	return next, known
+}
+
+// passed reports whether m is behind where its partition stands as this process knows it
+// (applied already); false for p nil.
+func (p *Positions) passed(m batch.Message) bool {
+	if p == nil || m.Topic == "" {
+		return false
+	}
+	next, known := p.nextOf(topicPartition{m.Topic, m.Partition})
+	return known && m.Offset < next
+}
+
 // maxHeld bounds how long a position may stay behind messages that changed nothing.
 const maxHeld = time.Second
 

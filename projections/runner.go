@@ -61,6 +61,13 @@ type Deduplicating interface {
 	AppliedFact(seq uint64) bool
 }
 
+// Passing is implemented by projections that apply some messages before their consumer reads
+// them (the trading projection's early outcomes): one whose partition's position is past it
+// is not decoded.
+type Passing interface {
+	Passed(topic string, partition int32, offset int64) bool
+}
+
 // Pinger is implemented by projections that can tell whether their store answers. A batch
 // that fails while the store does not answer is an outage, retried until the store is back;
 // only a failure that repeats while it answers can make a message poison.
@@ -141,6 +148,9 @@ func Run(ctx context.Context, src Source, name string, p Projection) error {
 	}
 	if d, ok := p.(Deduplicating); ok {
 		cfg.Applied = d.AppliedFact
+	}
+	if ps, ok := p.(Passing); ok {
+		cfg.Passed = ps.Passed
 	}
 	if tr, ok := p.(Trailing); ok {
 		topics, every := tr.Trailing()

@@ -68,6 +68,9 @@ type TradingConfig struct {
 	// Stage, when set, is told how long each outcome took from its decision to reach the
 	// projection ("consumed") and to the commit that applied it ("projected", metrics).
 	Stage func(stage string, took time.Duration)
+	// Early, when set, is told of each outcome applied early (trading_early.go): whether its
+	// transaction committed, or was rolled back and left to the consumer (metrics).
+	Early func(committed bool)
 	// Fresh, when set, is told of each batch planned as fresh (trading_fresh.go): applied in
 	// one pipeline, or fenced (its fence failed and it took the long way; metrics).
 	Fresh func(fenced bool)
@@ -101,6 +104,7 @@ type Trading struct {
 	analyzer  *postgres.Analyzer // keeps the read models' statistics current while they are young
 	lastPrune atomic.Int64
 	comb      combiner
+	early     earlyState
 
 	heldMu   sync.Mutex
 	held     map[topicPartition]batch.Message // the last message of each partition held (Positions.hold)
@@ -160,6 +164,12 @@ func (t *Trading) Positions() batch.Positions {
 // even decoded.
 func (t *Trading) AppliedFact(seq uint64) bool { return !t.cfg.Replaying && t.seen.factSeq(seq) }
 
+// Passed implements Passing: an outcome applied early (trading_early.go) is not decoded
+// again when its consumer reads it.
+func (t *Trading) Passed(topic string, partition int32, offset int64) bool {
+	return !t.cfg.Replaying && t.positions.passed(batch.Message{Topic: topic, Partition: partition, Offset: offset})
+}
+
 // Topics the projection reads.
 func (t *Trading) Topics() []events.Topic {
 	return []events.Topic{events.TopicCommands(), events.TopicExecutions(), events.TopicTrades()}
@@ -197,10 +207,13 @@ func (t *Trading) Apply(ctx context.Context, msgs []batch.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
+	if err := t.awaitEarly(ctx, msgs); err != nil {
+		return fmt.Errorf("trading projection: %w", err)
+	}
 	if t.cfg.Stage != nil {
 		now := t.cfg.Now().UnixMilli()
 		for _, m := range msgs {
-			if out, ok := m.Event.(*events.ExecutionOutcome); ok {
+			if out, ok := m.Event.(*events.ExecutionOutcome); ok && !t.positions.passed(m) {
 				t.cfg.Stage("consumed", time.Duration(now-out.DecidedAt)*time.Millisecond)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"tradesvc/events"
 	"tradesvc/infra/check"
+	"tradesvc/infra/kafka"
 	"tradesvc/infra/kafka/batch"
 	"tradesvc/infra/mt5"
 )
@@ -80,6 +81,28 @@ type ExecutorConfig struct {
 	// (metrics): "picked" (from the command's append), "claimed", "sent", "appended" (from
 	// the decision).
 	Stage func(stage string, took time.Duration)
+	// Project, when set, is the trading projection of this process: an outcome appended on its
+	// own is applied by it while its append is on its way (projections.Trading.Early; Out must
+	// then be a PositionedAppender, else it is not used; flush.go).
+	Project Projector
+}
+
+// Projector is the trading projection of the executor's process (projections.Trading). Early
+// begins applying env, about to be appended to partition of topic (the physical name); the
+// landed it returns (nil: not applied early) must be told once where env landed, or the
+// append's error. Appended is told where every outcome landed.
+type Projector interface {
+	Early(ctx context.Context, topic string, partition int32, env events.Envelope) (landed func(partition int32, offset int64, err error))
+	Appended(topic string, partition int32, offset int64)
+}
+
+// PositionedAppender is an Appender that also says where a record goes and where it landed
+// (infra/kafka.Appender): what Project needs.
+type PositionedAppender interface {
+	Appender
+	Wrap(evs ...events.Event) ([]events.Envelope, error)
+	PartitionOf(topic events.Topic, key string) (string, int32)
+	AppendEnvelopesAt(ctx context.Context, topic events.Topic, envs ...events.Envelope) ([]kafka.Position, error)
 }
 
 // Validate reports every missing dependency and bad setting at once.
@@ -135,6 +158,9 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	}
 	x := &Executor{cfg: cfg, store: store, log: cfg.Logger,
 		flush: newFlusher(cfg.Out, store, cfg.Logger, cfg.OnOutcome, cfg.Stage)}
+	if pa, ok := cfg.Out.(PositionedAppender); ok && cfg.Project != nil {
+		x.flush.project, x.flush.positioned = cfg.Project, pa
+	}
 	if cfg.Early != nil {
 		x.cfg.Observer = earlyObserver{Observer: cmp.Or[batch.Observer](cfg.Observer, batch.NopObserver{}), x: x}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tradesvc/events"
+	"tradesvc/infra/kafka"
 )
 
 // flusher appends each operation's outcome as soon as it is decided: whatever was decided
@@ -19,6 +20,10 @@ type flusher struct {
 	onOutcome func(kind, status string, took time.Duration)
 	stage     func(string, time.Duration)
 	in        chan flushItem
+	// project and positioned, when set: an outcome appended on its own is applied early
+	// (ExecutorConfig.Project, appendAlone).
+	project    Projector
+	positioned PositionedAppender
 }
 
 type flushItem struct {
@@ -90,7 +95,12 @@ func (f *flusher) flush(ctx context.Context, items []flushItem) {
 	for i, it := range items {
 		evs[i], ds[i] = it.d.outcome, it.d
 	}
-	err := retry(ctx, func() error { return f.out.Append(ctx, events.TopicExecutions(), evs...) })
+	var err error
+	if f.project != nil {
+		err = f.appendProjected(ctx, evs)
+	} else {
+		err = retry(ctx, func() error { return f.out.Append(ctx, events.TopicExecutions(), evs...) })
+	}
 	if err != nil {
 		err = fmt.Errorf("append %d outcomes: %w", len(evs), err)
 	}
@@ -118,6 +128,42 @@ func (f *flusher) flush(ctx context.Context, items []flushItem) {
 			f.onOutcome(string(d.op.kind), d.outcome.Status, d.took)
 		}
 	}
+}
+
+// appendProjected appends evs, retried until it succeeds or ctx ends, and tells the projection
+// of this process where they landed. An outcome decided while no other was waiting is handed
+// to it first (project.Early): its transaction is under way while the append is, and commits
+// once the projection learns where the outcome landed. At low load that is every outcome, and
+// the commit that answers a RESULT comes a consume and a round trip sooner; under load an
+// append carries several, and their projection combines them as its consumer reads them.
+func (f *flusher) appendProjected(ctx context.Context, evs []events.Event) error {
+	topic := events.TopicExecutions()
+	envs, err := f.positioned.Wrap(evs...)
+	if err != nil {
+		return err
+	}
+	name, part := f.positioned.PartitionOf(topic, envs[0].Key)
+	var landed func(int32, int64, error)
+	if len(envs) == 1 && part >= 0 {
+		landed = f.project.Early(ctx, name, part, envs[0])
+	}
+	var at []kafka.Position
+	err = retry(ctx, func() error {
+		var err error
+		at, err = f.positioned.AppendEnvelopesAt(ctx, topic, envs...)
+		return err
+	})
+	if landed != nil {
+		if err != nil {
+			landed(0, 0, err)
+		} else {
+			landed(at[0].Partition, at[0].Offset, nil)
+		}
+	}
+	for _, p := range at {
+		f.project.Appended(name, p.Partition, p.Offset)
+	}
+	return err
 }
 
 // outliving returns a context that ends grace after ctx ends (or when done is called): work

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"tradesvc/events"
@@ -78,17 +79,59 @@ func (a *Appender) appendEnvelopes(ctx context.Context, topic events.Topic, envs
 	}
 	msgs := make([]*message.Message, len(envs))
 	for i, env := range envs {
-		raw, err := env.Marshal()
+		var seq uint64
+		if i < len(seqs) {
+			seq = seqs[i]
+		}
+		msg, err := envelopeMessage(ctx, env, seq)
 		if err != nil {
-			return fmt.Errorf("encode envelope %s: %w", env.Type, err)
+			return err
 		}
-		msg := message.NewMessage(env.ID, raw)
-		msg.SetContext(ctx)
-		msg.Metadata.Set(TypeMetadata, env.Type)
-		if i < len(seqs) && seqs[i] != 0 {
-			msg.Metadata.Set(FactSeqMetadata, strconv.FormatUint(seqs[i], 10))
-		}
-		msgs[i] = WithKey(msg, env.Key)
+		msgs[i] = msg
 	}
 	return a.pub.PublishBatch(topic.Name, msgs...)
+}
+
+// envelopeMessage is env as the message that carries it: its type (and seq, a trade-server
+// fact's feed sequence, when not 0) in the headers, keyed by its partition key.
+func envelopeMessage(ctx context.Context, env events.Envelope, seq uint64) (*message.Message, error) {
+	raw, err := env.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("encode envelope %s: %w", env.Type, err)
+	}
+	msg := message.NewMessage(env.ID, raw)
+	msg.SetContext(ctx)
+	msg.Metadata.Set(TypeMetadata, env.Type)
+	if seq != 0 {
+		msg.Metadata.Set(FactSeqMetadata, strconv.FormatUint(seq, 10))
+	}
+	return WithKey(msg, env.Key), nil
+}
+
+// AppendEnvelopesAt appends envs to topic in one batch, like AppendEnvelopes, and returns
+// where each of them landed. It sends no feed sequence header: it is not for trade-server
+// facts (Append).
+func (a *Appender) AppendEnvelopesAt(ctx context.Context, topic events.Topic, envs ...events.Envelope) ([]Position, error) {
+	msgs := make([]*message.Message, len(envs))
+	for i, env := range envs {
+		msg, err := envelopeMessage(ctx, env, 0)
+		if err != nil {
+			return nil, err
+		}
+		msgs[i] = msg
+	}
+	return a.pub.PublishAt(topic.Name, msgs...)
+}
+
+// PartitionOf returns the physical name of topic and the partition its records keyed key
+// are appended to: the producer's own partitioner (sarama's hash of the key) over the
+// partitions the service creates the topic with. What AppendEnvelopeAt returns is where a
+// record did land.
+func (a *Appender) PartitionOf(topic events.Topic, key string) (string, int32) {
+	name := a.pub.cfg.Topic(topic.Name)
+	part, err := sarama.NewHashPartitioner(name).Partition(&sarama.ProducerMessage{Key: sarama.StringEncoder(key)}, topic.Partitions)
+	if err != nil {
+		return name, -1
+	}
+	return name, part
 }

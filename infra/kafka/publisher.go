@@ -75,22 +75,48 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 // been written and others not; the error lists how many failed, and a retry of the whole
 // batch is safe only for consumers that deduplicate (every consumer here does).
 func (p *Publisher) PublishBatch(topic string, msgs ...*message.Message) error {
+	_, err := p.publish(topic, msgs)
+	return err
+}
+
+// Position is where a record landed in its topic.
+type Position struct {
+	Partition int32
+	Offset    int64
+}
+
+// PublishAt appends msgs to the logical topic, like PublishBatch, and returns where each of
+// them landed.
+func (p *Publisher) PublishAt(topic string, msgs ...*message.Message) ([]Position, error) {
+	sent, err := p.publish(topic, msgs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Position, len(sent))
+	for i, m := range sent {
+		out[i] = Position{Partition: m.Partition, Offset: m.Offset}
+	}
+	return out, nil
+}
+
+// publish appends msgs and returns them as sent (each with its partition and offset).
+func (p *Publisher) publish(topic string, msgs []*message.Message) ([]*sarama.ProducerMessage, error) {
 	if len(msgs) == 0 {
-		return nil
+		return nil, nil
 	}
 	physical := p.cfg.Topic(topic)
 	batch := make([]*sarama.ProducerMessage, len(msgs))
 	for i, msg := range msgs {
 		pm, err := p.marshaler.Marshal(physical, msg)
 		if err != nil {
-			return fmt.Errorf("kafka: marshal message %s for %s: %w", msg.UUID, physical, err)
+			return nil, fmt.Errorf("kafka: marshal message %s for %s: %w", msg.UUID, physical, err)
 		}
 		batch[i] = pm
 	}
 
 	producer, err := p.send(batch)
 	if err == nil {
-		return nil
+		return batch, nil
 	}
 	var perrs sarama.ProducerErrors
 	if errors.As(err, &perrs) && len(perrs) > 0 {
@@ -103,7 +129,7 @@ func (p *Publisher) PublishBatch(topic string, msgs ...*message.Message) error {
 	if errors.Is(err, breaker.ErrBreakerOpen) {
 		p.renew(producer)
 	}
-	return err
+	return nil, err
 }
 
 // send sends batch with the current producer, which it returns.
@@ -114,7 +140,7 @@ func (p *Publisher) send(batch []*sarama.ProducerMessage) (sarama.SyncProducer, 
 		return nil, ErrPublisherClosed
 	}
 	if len(batch) == 1 {
-		_, _, err := p.producer.SendMessage(batch[0])
+		_, _, err := p.producer.SendMessage(batch[0]) // it sets the message's partition and offset
 		return p.producer, err
 	}
 	return p.producer, p.producer.SendMessages(batch)

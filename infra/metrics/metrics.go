@@ -31,19 +31,20 @@ type Metrics struct {
 	relaySeq      *prometheus.GaugeVec
 	relayActive   prometheus.Gauge
 
-	ready        *prometheus.GaugeVec
-	dependencyUp *prometheus.GaugeVec
-	lagEvents    *prometheus.GaugeVec
-	lagSeconds   *prometheus.GaugeVec
-	stuck        *prometheus.GaugeVec
-	deadLetters  *prometheus.CounterVec
-	quoteAge     *prometheus.GaugeVec
-	undecodable  *prometheus.CounterVec
-	heartbeatAge prometheus.Gauge
-	orderStage   *prometheus.HistogramVec
-	shed         *prometheus.CounterVec
-	boundLowered *prometheus.CounterVec
-	freshBatches *prometheus.CounterVec
+	ready         *prometheus.GaugeVec
+	dependencyUp  *prometheus.GaugeVec
+	lagEvents     *prometheus.GaugeVec
+	lagSeconds    *prometheus.GaugeVec
+	stuck         *prometheus.GaugeVec
+	deadLetters   *prometheus.CounterVec
+	quoteAge      *prometheus.GaugeVec
+	undecodable   *prometheus.CounterVec
+	heartbeatAge  prometheus.Gauge
+	orderStage    *prometheus.HistogramVec
+	shed          *prometheus.CounterVec
+	boundLowered  *prometheus.CounterVec
+	freshBatches  *prometheus.CounterVec
+	earlyOutcomes *prometheus.CounterVec
 }
 
 // New registers every collector on a fresh registry (plus the Go runtime and process ones).
@@ -111,6 +112,10 @@ func New() *Metrics {
 			"Windows in which the gateway's adaptive in-flight bound was lowered (or held at its minimum), by cause: "+
 				"lagging (operations --admit-max-age late), cpu (the process short of CPU), queue (a standing queue).",
 			"cause"),
+		earlyOutcomes: counter("trading_early_outcomes_total",
+			"Outcomes the trading projection applied early, while the executor of this process appended them "+
+				"(docs/trading.md): committed (result \"committed\"), or rolled back and left to its consumer (\"consumer\").",
+			"result"),
 		freshBatches: counter("trading_fresh_batches_total",
 			"Batches the trading projection planned as fresh (docs/trading.md): applied in one pipeline (result "+
 				"\"applied\"), or found otherwise by their fence and applied the long way (\"fenced\").", "result"),
@@ -118,6 +123,16 @@ func New() *Metrics {
 	reg.MustRegister(m.heartbeatAge, m.relayActive,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// TradingEarly counts an outcome the trading projection applied early: committed, or left to
+// its consumer.
+func (m *Metrics) TradingEarly(committed bool) {
+	result := "committed"
+	if !committed {
+		result = "consumer"
+	}
+	m.earlyOutcomes.WithLabelValues(result).Inc()
 }
 
 // TradingFresh counts a batch the trading projection planned as fresh: applied, or fenced.

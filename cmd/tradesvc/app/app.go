@@ -75,6 +75,7 @@ type App struct {
 	metricsAddr chan string
 	refReader   atomic.Pointer[projections.ReferenceReader] // set when this process runs the gateway
 	changeFeed  atomic.Pointer[projections.ChangeFeed]      // set when this process runs the gateway
+	trading     atomic.Pointer[projections.Trading]         // set when this process runs the projector
 
 	// What readiness and the dead-letter topics need (health.go).
 	health      *health.Monitor

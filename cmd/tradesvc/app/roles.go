@@ -34,7 +34,7 @@ func (a *App) runExecutor(ctx context.Context) error {
 		Group: a.cfg.TopicPrefix + executor.ExecutorGroup, Topic: a.kcfg.Topic(events.TopicCommands().Name),
 		Sarama: a.kcfg.ConsumerConfig(), Port: a.port, Out: appender, Pool: a.pool, Now: a.now, Logger: log,
 		DispatchWindow: a.cfg.DispatchWindow, SendTimeout: a.cfg.SendTimeout, DeadLetter: a.deadLetters, Observer: a.consumerObserver(consumerExecutor),
-		Early: a.early, Stage: a.metrics.OrderStage})
+		Early: a.early, Stage: a.metrics.OrderStage, Project: earlyProjector{a}})
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tradesvc/command"
+	"tradesvc/events"
 	"tradesvc/infra/kafka"
 	"tradesvc/infra/wait"
 	"tradesvc/projections"
@@ -26,9 +27,30 @@ func (a *App) tradingProjection(replaying bool) (*projections.Trading, error) {
 	if retention > 0 {
 		pruneEvery = min(time.Minute, max(retention/4, 100*time.Millisecond))
 	}
-	return projections.NewTrading(projections.TradingConfig{Pool: pool, Replaying: replaying,
+	t, err := projections.NewTrading(projections.TradingConfig{Pool: pool, Replaying: replaying,
 		Logger: a.log.With("projection", projections.TradingName), Committed: a.publishChanges, Stage: a.metrics.OrderStage,
-		Fresh: a.metrics.TradingFresh, ChangeRetention: retention, PruneEvery: pruneEvery})
+		Fresh: a.metrics.TradingFresh, Early: a.metrics.TradingEarly, ChangeRetention: retention, PruneEvery: pruneEvery})
+	if err == nil && !replaying {
+		a.trading.Store(t)
+	}
+	return t, err
+}
+
+// earlyProjector is the trading projection of this process, when it runs one, as the
+// executor hands it its outcomes (projections.Trading.Early, Appended).
+type earlyProjector struct{ a *App }
+
+func (p earlyProjector) Early(ctx context.Context, topic string, partition int32, env events.Envelope) func(int32, int64, error) {
+	if t := p.a.trading.Load(); t != nil {
+		return t.Early(ctx, topic, partition, env)
+	}
+	return nil
+}
+
+func (p earlyProjector) Appended(topic string, partition int32, offset int64) {
+	if t := p.a.trading.Load(); t != nil {
+		t.Appended(topic, partition, offset)
+	}
 }
 
 // publishChanges hands a committed transaction's change rows to this process's change feed

@@ -109,6 +109,10 @@ type Config struct {
 	// sequence): a message whose fact_seq header it names reaches the handler undecoded,
 	// with a nil Event, like a type Accept refuses.
 	Applied func(seq uint64) bool
+	// Passed, when set, says whether the handler applied a message already by its position
+	// (its partition's stored position is past it: the handler applied it another way); such
+	// a message is not decoded either.
+	Passed func(topic string, partition int32, offset int64) bool
 }
 
 // Validate reports every problem at once.
@@ -502,12 +506,14 @@ func header(m *sarama.ConsumerMessage, key string) string {
 	return ""
 }
 
-// decodeAccepted decodes m when accept takes its type and applied does not name its fact;
-// any other message is not decoded at all.
-func decodeAccepted(m *sarama.ConsumerMessage, accept func(string) bool, applied func(uint64) bool) (Message, error) {
-	if accept != nil || applied != nil {
+// decodeAccepted decodes m when accept takes its type, applied does not name its fact and
+// passed does not say it was applied by its position; any other message is not decoded at
+// all.
+func decodeAccepted(m *sarama.ConsumerMessage, accept func(string) bool, applied func(uint64) bool,
+	passed func(string, int32, int64) bool) (Message, error) {
+	if accept != nil || applied != nil || passed != nil {
 		t := header(m, TypeHeader)
-		skip := accept != nil && t != "" && !accept(t)
+		skip := accept != nil && t != "" && !accept(t) || passed != nil && passed(m.Topic, m.Partition, m.Offset)
 		if !skip && applied != nil {
 			if v := header(m, FactSeqHeader); v != "" {
 				seq, err := strconv.ParseUint(v, 10, 64)

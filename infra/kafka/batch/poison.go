@@ -96,7 +96,7 @@ func IsTransient(err error) bool {
 func (g *groupHandler) decodeOrPark(ctx context.Context, raw []*sarama.ConsumerMessage) ([]Message, bool) {
 	out := make([]Message, 0, len(raw))
 	for _, m := range raw {
-		msg, err := decodeAccepted(m, g.cfg.Accept, g.cfg.Applied)
+		msg, err := decodeAccepted(m, g.cfg.Accept, g.cfg.Applied, g.cfg.Passed)
 		if err != nil {
 			g.cfg.Logger.Error("undecodable message: parking it", "group", g.cfg.Group, "topic", m.Topic,
 				"partition", m.Partition, "offset", m.Offset, "err", err)
