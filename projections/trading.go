@@ -68,8 +68,8 @@ type TradingConfig struct {
 	// Stage, when set, is told how long each outcome took from its decision to reach the
 	// projection ("consumed") and to the commit that applied it ("projected", metrics).
 	Stage func(stage string, took time.Duration)
-	// Early, when set, is told of each outcome applied early (trading_early.go): whether its
-	// transaction committed, or was rolled back and left to the consumer (metrics).
+	// Early, when set, is told of each outcome taken early (trading_early.go): whether it was
+	// applied, or left to the consumer (metrics).
 	Early func(committed bool)
 	// Fresh, when set, is told of each batch planned as fresh (trading_fresh.go): applied in
 	// one pipeline, or fenced (its fence failed and it took the long way; metrics).

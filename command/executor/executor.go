@@ -82,8 +82,9 @@ type ExecutorConfig struct {
 	// the decision).
 	Stage func(stage string, took time.Duration)
 	// Project, when set, is the trading projection of this process: an outcome appended on its
-	// own is applied by it while its append is on its way (projections.Trading.Early; Out must
-	// then be a PositionedAppender, else it is not used; flush.go).
+	// own is handed to it before its append, and applied by it as soon as the append is
+	// acknowledged, without the consumer's fetch (projections.Trading.Early; Out must then be
+	// a PositionedAppender, else it is not used; flush.go).
 	Project Projector
 }
 

@@ -132,9 +132,9 @@ func (f *flusher) flush(ctx context.Context, items []flushItem) {
 
 // appendProjected appends evs, retried until it succeeds or ctx ends, and tells the projection
 // of this process where they landed. An outcome decided while no other was waiting is handed
-// to it first (project.Early): its transaction is under way while the append is, and commits
-// once the projection learns where the outcome landed. At low load that is every outcome, and
-// the commit that answers a RESULT comes a consume and a round trip sooner; under load an
+// to it first (project.Early): the projection plans it while the append is on its way and
+// applies it as soon as it learns where it landed. At low load that is every outcome, and the
+// commit that answers a RESULT comes without the consumer's fetch and decode; under load an
 // append carries several, and their projection combines them as its consumer reads them.
 func (f *flusher) appendProjected(ctx context.Context, evs []events.Event) error {
 	topic := events.TopicExecutions()

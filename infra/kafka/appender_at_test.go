@@ -8,7 +8,6 @@ import (
 	"tradesvc/events"
 	"tradesvc/infra/kafka"
 	"tradesvc/infra/kafka/kafkatest"
-	"tradesvc/infra/testenv"
 )
 
 // PartitionOf names the partition the producer puts a key's records on, and AppendEnvelopesAt
@@ -21,15 +20,7 @@ func TestAppenderSaysWhereEachRecordGoesAndLanded(t *testing.T) {
 	defer cancel()
 	cfg := testConfig(t)
 	topic := events.Topic{Name: "landed.v1", Partitions: 8, KeyedBy: "login", RetentionMs: -1}
-	if err := kafka.EnsureTopics(ctx, cfg, []events.Topic{topic}); err != nil {
-		t.Fatal(err)
-	}
-	pub, err := kafka.NewPublisher(cfg, testenv.Logger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	app, err := kafka.NewAppender(pub, "test", time.Now)
+	app, err := kafka.NewAppender(publisherOn(t, ctx, cfg, topic), "test", time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

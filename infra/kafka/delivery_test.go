@@ -109,16 +109,8 @@ func TestPublishSubscribe_ExactlyOnceInReadSideAcrossConsumerRestart(t *testing.
 	defer cancel()
 	cfg := testConfig(t)
 	topic := events.Topic{Name: "delivery.v1", Partitions: 4, KeyedBy: "login", RetentionMs: -1}
-	if err := kafka.EnsureTopics(ctx, cfg, []events.Topic{topic}); err != nil {
-		t.Fatal(err)
-	}
+	pub := publisherOn(t, ctx, cfg, topic)
 	rs := newReadSide(t)
-
-	pub, err := kafka.NewPublisher(cfg, testenv.Logger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
 
 	const keys, perKey = 10, 40
 	const total = keys * perKey
@@ -198,15 +190,8 @@ func TestPublish_RefusesMessageWithoutKey(t *testing.T) {
 	defer cancel()
 	cfg := testConfig(t)
 	topic := events.Topic{Name: "nokey.v1", Partitions: 1, RetentionMs: -1}
-	if err := kafka.EnsureTopics(ctx, cfg, []events.Topic{topic}); err != nil {
-		t.Fatal(err)
-	}
-	pub, err := kafka.NewPublisher(cfg, testenv.Logger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	err = pub.Publish(topic.Name, message.NewMessage(watermill.NewUUID(), []byte("{}")))
+	pub := publisherOn(t, ctx, cfg, topic)
+	err := pub.Publish(topic.Name, message.NewMessage(watermill.NewUUID(), []byte("{}")))
 	if !errors.Is(err, kafka.ErrNoKey) {
 		t.Fatalf("unkeyed publish: %v, want ErrNoKey", err)
 	}

@@ -21,14 +21,7 @@ func BenchmarkPublish(b *testing.B) {
 	topic := events.Topic{Name: "bench.v1", Partitions: 8, RetentionMs: -1}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := kafka.EnsureTopics(ctx, cfg, []events.Topic{topic}); err != nil {
-		b.Fatal(err)
-	}
-	pub, err := kafka.NewPublisher(cfg, testenv.Logger())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pub.Close()
+	pub := publisherOn(b, ctx, cfg, topic)
 	payload := make([]byte, 300) // about the size of an OrderRequested event
 	newMsg := func(i int) *message.Message {
 		return kafka.WithKey(message.NewMessage(watermill.NewUUID(), payload), fmt.Sprint(1000+i%50))

@@ -18,6 +18,21 @@ func testConfig(t *testing.T) kafka.Config {
 	return kafka.Config{Brokers: testenv.Brokers(t), TopicPrefix: testenv.TopicPrefix(t), ClientID: "tradesvc-test"}
 }
 
+// publisherOn makes topic under cfg's prefix and returns a publisher, closed when the test
+// ends.
+func publisherOn(tb testing.TB, ctx context.Context, cfg kafka.Config, topic events.Topic) *kafka.Publisher {
+	tb.Helper()
+	if err := kafka.EnsureTopics(ctx, cfg, []events.Topic{topic}); err != nil {
+		tb.Fatal(err)
+	}
+	pub, err := kafka.NewPublisher(cfg, testenv.Logger())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = pub.Close() })
+	return pub
+}
+
 func newAdmin(t *testing.T, cfg kafka.Config) sarama.ClusterAdmin {
 	t.Helper()
 	sc := sarama.NewConfig()
