@@ -404,10 +404,10 @@ func (t *Trading) committed(ctx context.Context, msgs []batch.Message, adv *adva
 	}
 	t.seen.committed(items)
 	t.analyzer.Added(len(items))
-	if t.cfg.Stage != nil {
+	if t.cfg.Stage != nil { // the outcomes applied: a copy of one applied before is not an item
 		now := t.cfg.Now().UnixMilli()
-		for _, m := range msgs {
-			if out, ok := m.Event.(*events.ExecutionOutcome); ok {
+		for _, it := range items {
+			if out, ok := it.ev.(*events.ExecutionOutcome); ok {
 				t.cfg.Stage("projected", time.Duration(now-out.DecidedAt)*time.Millisecond)
 			}
 		}

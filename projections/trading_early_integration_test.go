@@ -24,9 +24,10 @@ type earlyProjection struct {
 	pool *pgxpool.Pool
 	p    *Trading
 
-	mu      sync.Mutex
-	early   []bool // each early outcome: committed, or left to the consumer
-	changes int    // change rows handed to Committed
+	mu        sync.Mutex
+	early     []bool // each early outcome: committed, or left to the consumer
+	changes   int    // change rows handed to Committed
+	projected int    // outcomes timed to their commit ("projected")
 }
 
 func newEarlyProjection(t *testing.T) *earlyProjection {
@@ -44,6 +45,13 @@ func newEarlyProjection(t *testing.T) *earlyProjection {
 			e.mu.Lock()
 			e.changes += len(rows)
 			e.mu.Unlock()
+		},
+		Stage: func(stage string, _ time.Duration) {
+			e.mu.Lock()
+			if stage == "projected" {
+				e.projected++
+			}
+			e.mu.Unlock()
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +65,13 @@ func (e *earlyProjection) counts() ([]bool, int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]bool(nil), e.early...), e.changes
+}
+
+// projectedCount returns how many outcomes were timed to their commit.
+func (e *earlyProjection) projectedCount() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.projected
 }
 
 // consume applies msgs as the consumer hands them in.
@@ -169,7 +184,19 @@ func TestTradingProjectionAppliesAnOutcomeEarlyOnceAsItsConsumerWould(t *testing
 		t.Fatalf("stored position %d after the copy, want 2", next)
 	}
 
+	// A copy the consumer decoded before the early commit ended (its fetch came first), in a
+	// batch with a new outcome: only the new one is applied, and timed.
+	c := envelopeOf(t, resultOutcome(t, 7101, "op-early-c", "#EARLC1", 800, 20))
+	if n := e.projectedCount(); n != 2 {
+		t.Fatalf("%d outcomes timed to their commit, want 2 (a, b)", n)
+	}
+	e.consume(t, logged(t, b, 1), logged(t, c, 2))
+	if n := e.projectedCount(); n != 3 {
+		t.Fatalf("%d outcomes timed to their commit, want 3: the copy of b is not applied again", n)
+	}
+
 	long.consume(t, logged(t, b, 1))
+	long.consume(t, logged(t, c, 2))
 	sameRows(t, readModelRows(t, e.pool, 7101), readModelRows(t, long.pool, 7101))
 	if early, _ := long.counts(); len(early) != 0 {
 		t.Fatalf("the consumer alone counted early outcomes: %v", early)
