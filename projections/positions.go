@@ -204,14 +204,14 @@ func (p *Positions) nextOf(tp topicPartition) (next int64, known bool) {
 	return next, known
 }
 
-// passed reports whether m is behind where its partition stands as this process knows it
-// (applied already); false for p nil.
-func (p *Positions) passed(m batch.Message) bool {
-	if p == nil || m.Topic == "" {
+// passed reports whether the message at offset of topic's partition is behind where that
+// partition stands as this process knows it (applied already); false for p nil (a replay).
+func (p *Positions) passed(topic string, partition int32, offset int64) bool {
+	if p == nil || topic == "" {
 		return false
 	}
-	next, known := p.nextOf(topicPartition{m.Topic, m.Partition})
-	return known && m.Offset < next
+	next, known := p.nextOf(topicPartition{topic, partition})
+	return known && offset < next
 }
 
 // maxHeld bounds how long a position may stay behind messages that changed nothing.

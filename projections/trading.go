@@ -130,6 +130,7 @@ func NewTrading(cfg TradingConfig) (*Trading, error) {
 	}
 	cfg.CommandHold = max(cmp.Or(cfg.CommandHold, time.Second), cfg.CommandGrace)
 	t := &Trading{cfg: cfg, digits: newDigitsCache(), seen: newSeenApplied(),
+		early: earlyState{pending: map[topicPartition]chan struct{}{}, landed: map[topicPartition]int64{}},
 		analyzer: postgres.NewAnalyzer(cfg.Pool, cfg.Logger, "rm.operations", "rm.orders", "rm.deals", "rm.positions",
 			"rm.account_balances", "rm.changes")}
 	if !cfg.Replaying {
@@ -167,7 +168,7 @@ func (t *Trading) AppliedFact(seq uint64) bool { return !t.cfg.Replaying && t.se
 // Passed implements Passing: an outcome applied early (trading_early.go) is not decoded
 // again when its consumer reads it.
 func (t *Trading) Passed(topic string, partition int32, offset int64) bool {
-	return !t.cfg.Replaying && t.positions.passed(batch.Message{Topic: topic, Partition: partition, Offset: offset})
+	return t.positions.passed(topic, partition, offset)
 }
 
 // Topics the projection reads.
@@ -213,7 +214,7 @@ func (t *Trading) Apply(ctx context.Context, msgs []batch.Message) error {
 	if t.cfg.Stage != nil {
 		now := t.cfg.Now().UnixMilli()
 		for _, m := range msgs {
-			if out, ok := m.Event.(*events.ExecutionOutcome); ok && !t.positions.passed(m) {
+			if out, ok := m.Event.(*events.ExecutionOutcome); ok && !t.positions.passed(m.Topic, m.Partition, m.Offset) {
 				t.cfg.Stage("consumed", time.Duration(now-out.DecidedAt)*time.Millisecond)
 			}
 		}

@@ -73,9 +73,6 @@ func (t *Trading) Early(ctx context.Context, topic string, partition int32, env 
 	if last, ok := t.early.landed[tp]; !known || ok && next <= last {
 		return nil
 	}
-	if t.early.pending == nil {
-		t.early.pending, t.early.landed = map[topicPartition]chan struct{}{}, map[topicPartition]int64{}
-	}
 	done := make(chan struct{})
 	t.early.pending[tp] = done
 	landing := make(chan earlyLanded, 1)
@@ -128,9 +125,6 @@ func (t *Trading) Appended(topic string, partition int32, offset int64) {
 	tp := topicPartition{topic, partition}
 	t.early.mu.Lock()
 	defer t.early.mu.Unlock()
-	if t.early.landed == nil {
-		t.early.pending, t.early.landed = map[topicPartition]chan struct{}{}, map[topicPartition]int64{}
-	}
 	if last, ok := t.early.landed[tp]; !ok || offset > last {
 		t.early.landed[tp] = offset
 	}
