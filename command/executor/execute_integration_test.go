@@ -719,14 +719,17 @@ func TestExecutorFinishesASendUnderWayWhenItStops(t *testing.T) {
 	const login = 1003
 	e.fault(sim.Fault{Mode: sim.FaultLatency, Latency: 500 * time.Millisecond})
 	op := e.op(login)
+	// Stopped once the send is under way: its claim committed is not enough, since an
+	// executor stopping between its claim and the send rightly starts nothing (its row is
+	// released for the next owner, and no outcome comes from this one).
+	sending := &sendStarted{TradeServer: e.cfg.Port, started: make(chan struct{})}
+	e.cfg.Port = sending
 	e.appendCmds(marketCmd(op, "EURUSD", "BUY", "0.10"))
 	stop := e.start()
-	deadline := time.Now().Add(30 * time.Second)
-	for ok, _ := e.row(op); !ok; ok, _ = e.row(op) {
-		if time.Now().After(deadline) {
-			t.Fatal("the command was never claimed")
-		}
-		time.Sleep(5 * time.Millisecond)
+	select {
+	case <-sending.started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the command was never sent")
 	}
 	stop() // the send is in the trade server's latency
 	got := e.outcome(op)
@@ -933,4 +936,16 @@ func TestExecutorStampsASendThatComesLongAfterItsClaim(t *testing.T) {
 			t.Errorf("operation %d: %d deals under its tag, want 1", i, len(ds))
 		}
 	}
+}
+
+// sendStarted is a trade server that closes started when its first Send begins.
+type sendStarted struct {
+	mt5.TradeServer
+	once    sync.Once
+	started chan struct{}
+}
+
+func (s *sendStarted) Send(ctx context.Context, req mt5.TradeRequest) (mt5.TradeResult, error) {
+	s.once.Do(func() { close(s.started) })
+	return s.TradeServer.Send(ctx, req)
 }
