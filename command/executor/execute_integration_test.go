@@ -644,6 +644,7 @@ func TestExecutorShutDownMidBatchLeavesNothingUnsentToReconcile(t *testing.T) {
 	latency := sim.Fault{Mode: sim.FaultLatency, Latency: time.Minute}
 	e.fault(latency)
 	var inFlight, waiting events.Operation
+	port := e.cfg.Port
 	// The two commands are appended together, but the executor's batch is whatever its
 	// consumer has buffered when it looks (batch.NoWait): now and then the first comes alone.
 	// Then the scenario did not happen: the second is sent without the latency and the
@@ -651,6 +652,8 @@ func TestExecutorShutDownMidBatchLeavesNothingUnsentToReconcile(t *testing.T) {
 	for attempt := 1; ; attempt++ {
 		inFlight, waiting = e.op(login), e.op(login)
 		e.appendCmds(marketCmd(inFlight, "EURUSD", "BUY", "0.10"), marketCmd(waiting, "EURUSD", "BUY", "0.10"))
+		sending := &sendStarted{TradeServer: port, started: make(chan struct{})}
+		e.cfg.Port = sending
 		stop := e.start()
 		deadline := time.Now().Add(30 * time.Second)
 		alone := false
@@ -658,7 +661,14 @@ func TestExecutorShutDownMidBatchLeavesNothingUnsentToReconcile(t *testing.T) {
 			a, _ := e.row(inFlight)
 			b, _ := e.row(waiting)
 			if a && b {
-				break // both claimed; the first is in the trade server's latency
+				// Both claimed; stopped once the first is in the trade server's latency (an
+				// executor stopped before it sends rightly releases both rows).
+				select {
+				case <-sending.started:
+				case <-time.After(30 * time.Second):
+					t.Fatal("the batch's first operation was never sent")
+				}
+				break
 			}
 			if a {
 				alone = true // a claim writes the rows of its batch in one statement
