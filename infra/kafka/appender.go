@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -21,6 +22,12 @@ type Appender struct {
 	pub      *Publisher
 	producer string
 	now      func() time.Time
+
+	// partitioners are the producer's partitioners of the topics PartitionOf was asked about,
+	// by physical name: one is made once (it seeds a random source), and it keeps a hash
+	// state, hence the mutex.
+	partMu       sync.Mutex
+	partitioners map[string]sarama.Partitioner
 }
 
 // NewAppender builds an appender that stamps envelopes with producer (component and
@@ -29,7 +36,7 @@ func NewAppender(pub *Publisher, producer string, now func() time.Time) (*Append
 	if pub == nil || now == nil {
 		return nil, errors.New("kafka: appender needs a publisher and a clock")
 	}
-	return &Appender{pub: pub, producer: producer, now: now}, nil
+	return &Appender{pub: pub, producer: producer, now: now, partitioners: map[string]sarama.Partitioner{}}, nil
 }
 
 // Wrap puts evs in envelopes stamped now, with the operation they belong to as correlation
@@ -129,7 +136,14 @@ func (a *Appender) AppendEnvelopesAt(ctx context.Context, topic events.Topic, en
 // record did land.
 func (a *Appender) PartitionOf(topic events.Topic, key string) (string, int32) {
 	name := a.pub.cfg.Topic(topic.Name)
-	part, err := sarama.NewHashPartitioner(name).Partition(&sarama.ProducerMessage{Key: sarama.StringEncoder(key)}, topic.Partitions)
+	a.partMu.Lock()
+	defer a.partMu.Unlock()
+	p, ok := a.partitioners[name]
+	if !ok {
+		p = sarama.NewHashPartitioner(name)
+		a.partitioners[name] = p
+	}
+	part, err := p.Partition(&sarama.ProducerMessage{Key: sarama.StringEncoder(key)}, topic.Partitions)
 	if err != nil {
 		return name, -1
 	}
