@@ -8,9 +8,14 @@
 #
 #   GO_TEST_P       packages tested in parallel (default 2: the machines have 2 cores)
 #   GO_TEST_TIMEOUT go test -timeout (default 20m)
-#   FUZZTIME        time per fuzz target (default 15s)
-#   FUZZ_BUDGET     upper bound in seconds for all fuzz targets together (default 240; per-target time
-#                   shrinks when there are many targets, never below 3s)
+#   FUZZTIME        -fuzztime of each fuzz target (default 100000x: that many executions, 8-15 s each here).
+#                   A count, not a duration: with a duration, Go before 1.27 can fail a target with a bare
+#                   "context deadline exceeded" and no failing input when a worker is still busy as the time
+#                   runs out (golang/go#75804; a fresh clone's make test failed so). A duration (15s) still
+#                   works, bounded by FUZZ_BUDGET
+#   FUZZ_BUDGET     with a duration: upper bound in seconds for all fuzz targets together (default 240;
+#                   per-target time shrinks when there are many targets, never below 3s)
+#   FUZZ_TIMEOUT    go test -timeout of each fuzz target (default 5m): an input that hangs fails loudly
 #   KEEP_SERVICES=1 leave the test services running afterwards (local iteration; CI never sets it)
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,8 +26,9 @@ cd "$ROOT"
 
 GO_TEST_P=${GO_TEST_P:-2}
 GO_TEST_TIMEOUT=${GO_TEST_TIMEOUT:-20m}
-FUZZTIME=${FUZZTIME:-15s}
+FUZZTIME=${FUZZTIME:-100000x}
 FUZZ_BUDGET=${FUZZ_BUDGET:-240}
+FUZZ_TIMEOUT=${FUZZ_TIMEOUT:-5m}
 OUT=$ROOT/.run/test
 LOGF=$OUT/go-test.log
 
@@ -111,7 +117,7 @@ if ((${#targets[@]} == 0)); then
   exit 0
 fi
 per=${FUZZTIME%s}
-if [[ $per =~ ^[0-9]+$ ]] && ((per * ${#targets[@]} > FUZZ_BUDGET)); then
+if [[ $FUZZTIME == *s && $per =~ ^[0-9]+$ ]] && ((per * ${#targets[@]} > FUZZ_BUDGET)); then
   per=$((FUZZ_BUDGET / ${#targets[@]}))
   ((per >= 3)) || per=3
   FUZZTIME=${per}s
@@ -121,7 +127,7 @@ fuzz_failed=0
 for t in "${targets[@]}"; do
   read -r dir name <<<"$t"
   echo "=== fuzz $name ($dir)"
-  if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$dir" 2>&1 | tee -a "$OUT/go-fuzz.log"; then
+  if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" -timeout "$FUZZ_TIMEOUT" "$dir" 2>&1 | tee -a "$OUT/go-fuzz.log"; then
     echo "--- FAIL: fuzz $name ($dir)"
     fuzz_failed=$((fuzz_failed + 1))
   fi
