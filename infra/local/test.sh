@@ -8,7 +8,7 @@
 #
 #   GO_TEST_P       packages tested in parallel (default 2: the machines have 2 cores)
 #   GO_TEST_TIMEOUT go test -timeout (default 20m)
-#   FUZZTIME        -fuzztime of each fuzz target (default 100000x: that many executions, 8-15 s each here).
+#   FUZZTIME        -fuzztime of each fuzz target (default 100000x: that many executions, 9-11 s each here).
 #                   A count, not a duration: with a duration, Go before 1.27 can fail a target with a bare
 #                   "context deadline exceeded" and no failing input when a worker is still busy as the time
 #                   runs out (golang/go#75804; a fresh clone's make test failed so). A duration (15s) still
