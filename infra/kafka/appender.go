@@ -84,48 +84,41 @@ func (a *Appender) appendEnvelopes(ctx context.Context, topic events.Topic, envs
 	if len(envs) == 0 {
 		return nil
 	}
-	msgs := make([]*message.Message, len(envs))
-	for i, env := range envs {
-		var seq uint64
-		if i < len(seqs) {
-			seq = seqs[i]
-		}
-		msg, err := envelopeMessage(ctx, env, seq)
-		if err != nil {
-			return err
-		}
-		msgs[i] = msg
+	msgs, err := envelopeMessages(ctx, envs, seqs)
+	if err != nil {
+		return err
 	}
 	return a.pub.PublishBatch(topic.Name, msgs...)
 }
 
-// envelopeMessage is env as the message that carries it: its type (and seq, a trade-server
-// fact's feed sequence, when not 0) in the headers, keyed by its partition key.
-func envelopeMessage(ctx context.Context, env events.Envelope, seq uint64) (*message.Message, error) {
-	raw, err := env.Marshal()
-	if err != nil {
-		return nil, fmt.Errorf("encode envelope %s: %w", env.Type, err)
+// envelopeMessages are envs as the messages that carry them: each one's type (and its seq, a
+// trade-server fact's feed sequence, when seqs has one that is not 0) in the headers, keyed by
+// its partition key.
+func envelopeMessages(ctx context.Context, envs []events.Envelope, seqs []uint64) ([]*message.Message, error) {
+	msgs := make([]*message.Message, len(envs))
+	for i, env := range envs {
+		raw, err := env.Marshal()
+		if err != nil {
+			return nil, fmt.Errorf("encode envelope %s: %w", env.Type, err)
+		}
+		msg := message.NewMessage(env.ID, raw)
+		msg.SetContext(ctx)
+		msg.Metadata.Set(TypeMetadata, env.Type)
+		if i < len(seqs) && seqs[i] != 0 {
+			msg.Metadata.Set(FactSeqMetadata, strconv.FormatUint(seqs[i], 10))
+		}
+		msgs[i] = WithKey(msg, env.Key)
 	}
-	msg := message.NewMessage(env.ID, raw)
-	msg.SetContext(ctx)
-	msg.Metadata.Set(TypeMetadata, env.Type)
-	if seq != 0 {
-		msg.Metadata.Set(FactSeqMetadata, strconv.FormatUint(seq, 10))
-	}
-	return WithKey(msg, env.Key), nil
+	return msgs, nil
 }
 
 // AppendEnvelopesAt appends envs to topic in one batch, like AppendEnvelopes, and returns
 // where each of them landed. It sends no feed sequence header: it is not for trade-server
 // facts (Append).
 func (a *Appender) AppendEnvelopesAt(ctx context.Context, topic events.Topic, envs ...events.Envelope) ([]Position, error) {
-	msgs := make([]*message.Message, len(envs))
-	for i, env := range envs {
-		msg, err := envelopeMessage(ctx, env, 0)
-		if err != nil {
-			return nil, err
-		}
-		msgs[i] = msg
+	msgs, err := envelopeMessages(ctx, envs, nil)
+	if err != nil {
+		return nil, err
 	}
 	return a.pub.PublishAt(topic.Name, msgs...)
 }
