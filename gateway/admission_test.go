@@ -598,3 +598,88 @@ func TestAdmissionBoundFallsOnAStandingQueue(t *testing.T) {
 		}
 	})
 }
+
+// While the process is short of CPU, new exposure is let in at a bounded rate as well: nine
+// tenths of what was let in, a tenth less every window it still is, never below 50 a second.
+// Risk-reducing operations are never held to it. Once the process keeps up, the bound rises
+// by a twentieth a window while four fifths of it are used, and it is lifted after 10 s
+// without a saturated window. An operation shed for it is counted "rate".
+func TestAdmissionRateBoundWhileTheProcessIsSaturated(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	delay := time.Millisecond
+	a := gateway.NewAdmission(gateway.AdmissionConfig{MaxInFlight: 100_000, MinInFlight: 5, MaxAge: time.Hour,
+		StaleLimit: 1_000_000, Adjust: 10 * time.Millisecond, Forget: time.Hour,
+		MaxSchedDelay: 30 * time.Millisecond, SchedDelay: func() time.Duration { return delay }}, clk.now)
+	// windows offers 20 placements a window (2,000 a second), one every half millisecond,
+	// and returns how many were admitted; every one shed must have been shed for the rate.
+	windows := func(n int) (admitted int) {
+		for range n * 20 {
+			clk.t = clk.t.Add(500 * time.Microsecond)
+			switch r := admit(a, trading.KindPlaceOrder); r {
+			case "":
+				admitted++
+			case "rate":
+			default:
+				t.Fatalf("shed for %q; only the rate bound binds here", r)
+			}
+		}
+		return admitted
+	}
+	if got := windows(20); got != 400 || a.State().Rate != 0 {
+		t.Fatalf("quick scheduling: %d of 400 admitted, rate bound %v; want all, none", got, a.State().Rate)
+	}
+	delay = 40 * time.Millisecond
+	if got := windows(1); got != 20 || a.State().Rate != 0 {
+		t.Fatalf("one slow window: %d of 20 admitted, rate bound %v; want all, none", got, a.State().Rate)
+	}
+	windows(1)
+	if got := a.State().Rate; got != 1800 {
+		t.Fatalf("rate bound %v after two slow windows at 2,000 a second; want 1800", got)
+	}
+	windows(100)
+	if got := a.State().Rate; got != 50 {
+		t.Fatalf("rate bound %v after 100 more slow windows; want the least, 50", got)
+	}
+	if got := windows(100); got < 45 || got > 55 {
+		t.Fatalf("%d of 2,000 admitted in a second at the least rate bound; want about 50", got)
+	}
+	if r := admit(a, trading.KindClosePosition); r != "" {
+		t.Fatalf("a close while saturated: shed for %q; flattening is never held to the rate bound", r)
+	}
+	delay = time.Millisecond
+	first := windows(10)
+	if got := a.State().Rate; got <= 50 || got >= 2000 {
+		t.Fatalf("rate bound %v after 10 quick windows; want it risen from 50, still binding", got)
+	}
+	if later := windows(10); later <= first {
+		t.Fatalf("%d admitted in the next 10 quick windows, %d in the first; want more as the bound rises", later, first)
+	}
+	windows(100)
+	if got := windows(100); got != 2000 || a.State().Rate == 0 {
+		t.Fatalf("%d of 2,000 admitted a second after the bound rose past what is offered, rate bound %v; "+
+			"want all, the bound not lifted yet", got, a.State().Rate)
+	}
+	risen := a.State().Rate
+	windows(100)
+	if got := a.State().Rate; got != risen || got >= 2000*5/4*1.05 {
+		t.Fatalf("rate bound %v, then %v while 2,000 a second are offered; want it risen no further than "+
+			"where less than four fifths of it are used", risen, got)
+	}
+	windows(700)
+	if got := a.State().Rate; got != 0 {
+		t.Fatalf("rate bound %v 10 s after the last slow window; want it lifted", got)
+	}
+	// A window that spans an idle second is not read as a rate (20 in a second would bound
+	// it to the least): the bound is set by the next window.
+	delay = 40 * time.Millisecond
+	windows(1)
+	clk.t = clk.t.Add(time.Second)
+	windows(1)
+	if got := a.State().Rate; got != 0 {
+		t.Fatalf("rate bound %v after a slow window that spans an idle second; want none yet", got)
+	}
+	windows(1)
+	if got := a.State().Rate; got != 1800 {
+		t.Fatalf("rate bound %v after the next slow window at 2,000 a second; want 1800", got)
+	}
+}
