@@ -31,14 +31,15 @@ import (
 //     process is short of CPU (MaxSchedDelay) and while the path holds a standing queue
 //     (QueueTarget: even the fastest operation decided waits), long before a lag;
 //   - while the process is short of CPU, new exposure is also let in at a bounded rate: nine
-//     tenths of what was let in while it was, and a tenth less every window it still is. The
-//     in-flight bound alone cannot do this: an order path that decides in a few milliseconds
-//     lets thousands a second through even a bound of 60, and every admitted order costs
-//     the cores far more (its record, its appends, its projections, its stream frames) than
-//     an answer -1008. Measured on the benchmark machine at 5,139 orders/s offered: without
-//     it, answers p99 1.4 to 2.5 s; with it, 0.59 s (docs/benchmarks.md). The
-//     rate bound rises by a twentieth every window in which the process keeps up and most of
-//     it is used, and is lifted after rateLift without a saturated window;
+//     tenths of what was let in while it was (at least minRate), and a tenth less every
+//     window it still is. The in-flight bound alone cannot do this: an order path that
+//     decides in a few milliseconds lets thousands a second through even a bound of 60, and
+//     every admitted order costs the cores far more (its record, its appends, its
+//     projections, its stream frames) than an answer -1008. Measured on the benchmark
+//     machine at 5,139 orders/s offered: without it, answers p99 1.4 to 2.5 s; with it, 0.59
+//     s (docs/benchmarks.md). The rate bound rises by a twentieth every window in which the
+//     process keeps up and most of it is used, and is lifted after rateLift without a
+//     saturated window;
 //   - risk-reducing operations (cancels, closes, sweeps) are admitted up to bounds RiskFactor
 //     times as large (of MaxInFlight, not of the adaptive bound), so that a client can always
 //     flatten.
@@ -100,8 +101,10 @@ const rateLift = basePeriod
 // rateBurst is how much of a second's rate bound may be let in at once.
 const rateBurst = 0.05
 
-// minRate is the least the rate bound falls to, in operations a second.
-const minRate = 50
+// minRate is the least the rate bound falls to, in operations a second, and the least rate
+// let in that it bounds at all: fewer orders a second are not what a process lacks CPU for
+// (at 200 a second the order path takes a fifth of a core on the bench machine).
+const minRate = 200
 
 // basePeriod is how long a lowest wait floor is kept as the path's base: long enough to hold
 // a moment without a queue (the bound brings one about), short enough to follow a trade
@@ -400,9 +403,10 @@ func (a *Admission) adapt(now time.Time) {
 
 // adaptRate moves the rate bound once a window (a.mu held): admits of new exposure were let
 // in over window. While the process is saturated, to nine tenths of what was let in (or of
-// the bound, when less: a window much longer than Adjust is idle time, not a rate); while it
-// keeps up and four fifths of the bound were used, up by a tenth; after rateLift without a
-// saturated window, lifted.
+// the bound, when less: a window much longer than Adjust is idle time, not a rate), never
+// below minRate, and not at all while less than minRate was let in; while it keeps up and
+// four fifths of the bound were used, up by a twentieth; after rateLift without a saturated
+// window, lifted.
 func (a *Admission) adaptRate(now time.Time, saturated bool, window time.Duration, admits int) {
 	switch {
 	case saturated:
@@ -414,11 +418,12 @@ func (a *Admission) adaptRate(now time.Time, saturated bool, window time.Duratio
 				measured = min(measured, a.rate)
 			}
 		}
-		if measured > 0 {
-			if a.rate == 0 {
-				a.tokens, a.tokensAt = 0, now
-			}
+		switch {
+		case a.rate > 0:
 			a.rate = max(measured*9/10, minRate)
+		case measured >= minRate: // a trickle is not what the process lacks CPU for
+			a.rate = max(measured*9/10, minRate)
+			a.tokens, a.tokensAt = a.rate*rateBurst, now
 		}
 	case a.rate == 0:
 	case now.Sub(a.hotAt) > rateLift:

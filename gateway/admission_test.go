@@ -600,7 +600,8 @@ func TestAdmissionBoundFallsOnAStandingQueue(t *testing.T) {
 }
 
 // While the process is short of CPU, new exposure is let in at a bounded rate as well: nine
-// tenths of what was let in, a tenth less every window it still is, never below 50 a second.
+// tenths of what was let in, a tenth less every window it still is, never below 200 a second;
+// a trickle of fewer than 200 a second is not bounded.
 // Risk-reducing operations are never held to it. Once the process keeps up, the bound rises
 // by a twentieth a window while four fifths of it are used, and it is lifted after 10 s
 // without a saturated window. An operation shed for it is counted "rate".
@@ -610,11 +611,11 @@ func TestAdmissionRateBoundWhileTheProcessIsSaturated(t *testing.T) {
 	a := gateway.NewAdmission(gateway.AdmissionConfig{MaxInFlight: 100_000, MinInFlight: 5, MaxAge: time.Hour,
 		StaleLimit: 1_000_000, Adjust: 10 * time.Millisecond, Forget: time.Hour,
 		MaxSchedDelay: 30 * time.Millisecond, SchedDelay: func() time.Duration { return delay }}, clk.now)
-	// windows offers 20 placements a window (2,000 a second), one every half millisecond,
-	// and returns how many were admitted; every one shed must have been shed for the rate.
-	windows := func(n int) (admitted int) {
-		for range n * 20 {
-			clk.t = clk.t.Add(500 * time.Microsecond)
+	// windowsOf offers per placements a window (100 a second each), evenly spread, and
+	// returns how many were admitted; every one shed must have been shed for the rate.
+	windowsOf := func(n, per int) (admitted int) {
+		for range n * per {
+			clk.t = clk.t.Add(10 * time.Millisecond / time.Duration(per))
 			switch r := admit(a, trading.KindPlaceOrder); r {
 			case "":
 				admitted++
@@ -625,9 +626,16 @@ func TestAdmissionRateBoundWhileTheProcessIsSaturated(t *testing.T) {
 		}
 		return admitted
 	}
+	windows := func(n int) int { return windowsOf(n, 20) } // 2,000 a second
 	if got := windows(20); got != 400 || a.State().Rate != 0 {
 		t.Fatalf("quick scheduling: %d of 400 admitted, rate bound %v; want all, none", got, a.State().Rate)
 	}
+	delay = 40 * time.Millisecond
+	if got := windowsOf(50, 1); got != 50 || a.State().Rate != 0 {
+		t.Fatalf("slow windows at 100 a second: %d of 50 admitted, rate bound %v; want all, none", got, a.State().Rate)
+	}
+	delay = time.Millisecond
+	windows(1)
 	delay = 40 * time.Millisecond
 	if got := windows(1); got != 20 || a.State().Rate != 0 {
 		t.Fatalf("one slow window: %d of 20 admitted, rate bound %v; want all, none", got, a.State().Rate)
@@ -636,20 +644,23 @@ func TestAdmissionRateBoundWhileTheProcessIsSaturated(t *testing.T) {
 	if got := a.State().Rate; got != 1800 {
 		t.Fatalf("rate bound %v after two slow windows at 2,000 a second; want 1800", got)
 	}
-	windows(100)
-	if got := a.State().Rate; got != 50 {
-		t.Fatalf("rate bound %v after 100 more slow windows; want the least, 50", got)
+	if got := windows(1); got != 20 {
+		t.Fatalf("%d of 20 admitted in the window after the bound was set; want all (it starts with a burst's worth)", got)
 	}
-	if got := windows(100); got < 45 || got > 55 {
-		t.Fatalf("%d of 2,000 admitted in a second at the least rate bound; want about 50", got)
+	windows(99)
+	if got := a.State().Rate; got != 200 {
+		t.Fatalf("rate bound %v after 100 more slow windows; want the least, 200", got)
+	}
+	if got := windows(100); got < 190 || got > 210 {
+		t.Fatalf("%d of 2,000 admitted in a second at the least rate bound; want about 200", got)
 	}
 	if r := admit(a, trading.KindClosePosition); r != "" {
 		t.Fatalf("a close while saturated: shed for %q; flattening is never held to the rate bound", r)
 	}
 	delay = time.Millisecond
 	first := windows(10)
-	if got := a.State().Rate; got <= 50 || got >= 2000 {
-		t.Fatalf("rate bound %v after 10 quick windows; want it risen from 50, still binding", got)
+	if got := a.State().Rate; got <= 200 || got >= 2000 {
+		t.Fatalf("rate bound %v after 10 quick windows; want it risen from 200, still binding", got)
 	}
 	if later := windows(10); later <= first {
 		t.Fatalf("%d admitted in the next 10 quick windows, %d in the first; want more as the bound rises", later, first)
@@ -669,17 +680,16 @@ func TestAdmissionRateBoundWhileTheProcessIsSaturated(t *testing.T) {
 	if got := a.State().Rate; got != 0 {
 		t.Fatalf("rate bound %v 10 s after the last slow window; want it lifted", got)
 	}
-	// A window that spans an idle second is not read as a rate (20 in a second would bound
-	// it to the least): the bound is set by the next window.
 	delay = 40 * time.Millisecond
-	windows(1)
+	windows(2)
+	if got := a.State().Rate; got != 1800 {
+		t.Fatalf("rate bound %v after it was lifted and two slow windows at 2,000 a second; want 1800", got)
+	}
+	// A window that spans an idle second is not read as a rate (20 in a second would take
+	// the bound to the least): the bound falls by a tenth, as in any slow window.
 	clk.t = clk.t.Add(time.Second)
 	windows(1)
-	if got := a.State().Rate; got != 0 {
-		t.Fatalf("rate bound %v after a slow window that spans an idle second; want none yet", got)
-	}
-	windows(1)
-	if got := a.State().Rate; got != 1800 {
-		t.Fatalf("rate bound %v after the next slow window at 2,000 a second; want 1800", got)
+	if got := a.State().Rate; got != 1620 {
+		t.Fatalf("rate bound %v after a slow window that spans an idle second; want 1620", got)
 	}
 }
