@@ -418,12 +418,13 @@ func (a *Admission) adaptRate(now time.Time, saturated bool, window time.Duratio
 				measured = min(measured, a.rate)
 			}
 		}
-		switch {
-		case a.rate > 0:
-			a.rate = max(measured*9/10, minRate)
-		case measured >= minRate: // a trickle is not what the process lacks CPU for
-			a.rate = max(measured*9/10, minRate)
-			a.tokens, a.tokensAt = a.rate*rateBurst, now
+		if a.rate == 0 && measured < minRate {
+			return // a trickle is not what the process lacks CPU for
+		}
+		bounded := a.rate > 0
+		a.rate = max(measured*9/10, minRate)
+		if !bounded {
+			a.tokens, a.tokensAt = a.rate*rateBurst, now // a burst's worth at once
 		}
 	case a.rate == 0:
 	case now.Sub(a.hotAt) > rateLift:
