@@ -169,7 +169,7 @@ func (c *Config) settings() []setting {
 		count(&a.StaleLimit, "admit-stale-limit", "100", "admission: late operations past which new orders get -1008"),
 		positive(&a.QueueTarget, "admit-queue-target", "150ms", "admission: when even the fastest operation decided in two windows in a row waited this much longer than the path's base, the path holds a standing queue and the in-flight bound falls"),
 		count(&a.RiskFactor, "admit-risk-factor", "4", "admission: how many times larger the bounds are for cancels, closes and sweeps"),
-		nonNegative(&a.MaxSchedDelay, "admit-max-sched-delay", "35ms", "admission: past this p99 of the time the process's goroutines wait for a CPU (two windows of a fifth of --admit-max-age in a row), the in-flight bound falls (0: off)"),
+		nonNegative(&a.MaxSchedDelay, "admit-max-sched-delay", "35ms", "admission: past this p99 of the time the process's goroutines wait for a CPU (two windows of a fifth of --admit-max-age in a row), the in-flight bound falls and new orders are let in at a bounded rate (0: off)"),
 	}
 }
 
