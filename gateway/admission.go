@@ -440,7 +440,7 @@ func (a *Admission) take(now time.Time) bool {
 	if a.rate == 0 {
 		return true
 	}
-	a.tokens = min(a.tokens+now.Sub(a.tokensAt).Seconds()*a.rate, max(a.rate*rateBurst, 1))
+	a.tokens = min(a.tokens+now.Sub(a.tokensAt).Seconds()*a.rate, a.rate*rateBurst) // at least minRate*rateBurst: 10
 	a.tokensAt = now
 	if a.tokens < 1 {
 		return false

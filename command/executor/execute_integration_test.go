@@ -652,7 +652,7 @@ func TestExecutorShutDownMidBatchLeavesNothingUnsentToReconcile(t *testing.T) {
 	for attempt := 1; ; attempt++ {
 		inFlight, waiting = e.op(login), e.op(login)
 		e.appendCmds(marketCmd(inFlight, "EURUSD", "BUY", "0.10"), marketCmd(waiting, "EURUSD", "BUY", "0.10"))
-		sending := &sendStarted{TradeServer: port, started: make(chan struct{})}
+		sending := newSendStarted(port)
 		e.cfg.Port = sending
 		stop := e.start()
 		deadline := time.Now().Add(30 * time.Second)
@@ -732,7 +732,7 @@ func TestExecutorFinishesASendUnderWayWhenItStops(t *testing.T) {
 	// Stopped once the send is under way: its claim committed is not enough, since an
 	// executor stopping between its claim and the send rightly starts nothing (its row is
 	// released for the next owner, and no outcome comes from this one).
-	sending := &sendStarted{TradeServer: e.cfg.Port, started: make(chan struct{})}
+	sending := newSendStarted(e.cfg.Port)
 	e.cfg.Port = sending
 	e.appendCmds(marketCmd(op, "EURUSD", "BUY", "0.10"))
 	stop := e.start()
@@ -953,6 +953,10 @@ type sendStarted struct {
 	mt5.TradeServer
 	once    sync.Once
 	started chan struct{}
+}
+
+func newSendStarted(port mt5.TradeServer) *sendStarted {
+	return &sendStarted{TradeServer: port, started: make(chan struct{})}
 }
 
 func (s *sendStarted) Send(ctx context.Context, req mt5.TradeRequest) (mt5.TradeResult, error) {
