@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	json "github.com/goccy/go-json"
@@ -97,12 +98,17 @@ type ChangeFeed struct {
 	recent     recentStates
 	subs       map[*Subscription]struct{}
 	observers  []func(query.Change)
-	started    time.Time // when Postgres started, as of the last connection (connected)
-	live       bool      // a session reads the feed
-	lastErr    error     // why the last session ended
-	stateSince time.Time // when live or lastErr last changed (or the feed was built)
-	intake     intakeLag // as of the last poll
+	started    time.Time     // when Postgres started, as of the last connection (connected)
+	live       bool          // a session reads the feed
+	lastErr    error         // why the last session ended
+	stateSince time.Time     // when live or lastErr last changed (or the feed was built)
+	intake     intakeLag     // as of the last poll
+	pid        atomic.Uint32 // the backend of the session's connection; 0 between sessions
 }
+
+// PID is the Postgres backend process of the feed's connection, 0 while it has none: the
+// trading projection of this process need not NOTIFY it (notifyGate).
+func (f *ChangeFeed) PID() uint32 { return f.pid.Load() }
 
 // Status reports whether the feed is reading rm.changes now and, when it is not, why its
 // last session ended and since when (readiness).
@@ -179,6 +185,8 @@ func (f *ChangeFeed) session(ctx context.Context) (healthy bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("connect: %w", err)
 	}
+	f.pid.Store(conn.PgConn().PID())
+	defer f.pid.Store(0)
 	defer func() {
 		closeCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

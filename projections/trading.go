@@ -49,6 +49,13 @@ type TradingConfig struct {
 	// (in this process: the change feed dispatches them at once; other processes hear of
 	// them by NOTIFY).
 	Committed func(part int32, rows []query.Change)
+	// OwnFeed, when set, is the Postgres backend of this process's change feed
+	// (ChangeFeed.PID): a transaction NOTIFYs its change rows only while some other feed is
+	// connected (notify_gate.go).
+	OwnFeed func() uint32
+	// NotifyCheck is how often the projection looks for other processes' change feeds
+	// (default 1s; negative: every transaction NOTIFYs).
+	NotifyCheck time.Duration
 	// CommandGrace is the pause between two fetches of the command and relay topics (default
 	// 20ms; negative: no pause, and a command read from the command topic is applied at once,
 	// as a replay does; Trailing).
@@ -105,6 +112,7 @@ type Trading struct {
 	lastPrune atomic.Int64
 	comb      combiner
 	early     earlyState
+	notify    *notifyGate // nil: every transaction NOTIFYs
 
 	heldMu   sync.Mutex
 	held     map[topicPartition]batch.Message // the last message of each partition held (Positions.hold)
@@ -136,6 +144,7 @@ func NewTrading(cfg TradingConfig) (*Trading, error) {
 	if !cfg.Replaying {
 		t.positions = NewPositions(cfg.Pool, TradingName)
 		t.positions.OnLoad(t.seen.forgetAll)
+		t.notify = newNotifyGate(cfg.Pool, cfg.OwnFeed, cmp.Or(cfg.NotifyCheck, time.Second))
 	}
 	return t, nil
 }
@@ -147,7 +156,9 @@ const rewindCheck = 500 * time.Millisecond
 // Watch implements Watching: the projection commits asynchronously (TradingConfig.Pool), and
 // a partition whose commits a crash of Postgres took back is applied again from the store
 // within rewindCheck of Postgres answering again, whether or not more messages come to it.
+// Beside that it looks for other processes' change feeds (notify_gate.go).
 func (t *Trading) Watch(ctx context.Context) {
+	defer wait.Beside(ctx, t.notify.watch)()
 	if t.positions != nil {
 		t.positions.Watch(ctx, rewindCheck, t.cfg.Logger)
 	}

@@ -81,7 +81,9 @@ func (t *Trading) queueChanges(b *pgx.Batch, items []*tradingItem, owners map[lo
 	slices.Sort(parts) // the heads' row locks, in one order
 	for _, part := range parts {
 		queueChangeRows(b, part, rows[part])
-		queueNotify(b, part, rows[part])
+		if t.notify.needed() {
+			queueNotify(b, part, rows[part])
+		}
 	}
 	return rows, nil
 }

@@ -31,6 +31,7 @@ type trEnv struct {
 	log    *kafka.Appender
 	reader *TradingReader
 	seq    atomic.Uint64
+	proj   *Trading
 }
 
 const (
@@ -38,7 +39,7 @@ const (
 	trAPIKey = int64(77)
 )
 
-func trSetup(t *testing.T) *trEnv {
+func trSetup(t *testing.T, opts ...func(*TradingConfig)) *trEnv {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
@@ -62,10 +63,15 @@ func trSetup(t *testing.T) *trEnv {
 		t.Fatal(err)
 	}
 	// A deal whose command never comes waits a second, not ten, for it (a subtest applies one).
-	p, err := NewTrading(TradingConfig{Pool: e.pool, Logger: testenv.Logger(), OwnerWait: time.Second})
+	cfg := TradingConfig{Pool: e.pool, Logger: testenv.Logger(), OwnerWait: time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	p, err := NewTrading(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.proj = p
 	testenv.Background(t, ctx, 30*time.Second, func(ctx context.Context) error {
 		return Run(ctx, e.source(), TradingName, p)
 	})

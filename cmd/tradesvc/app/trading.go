@@ -28,7 +28,7 @@ func (a *App) tradingProjection(replaying bool) (*projections.Trading, error) {
 		pruneEvery = min(time.Minute, max(retention/4, 100*time.Millisecond))
 	}
 	t, err := projections.NewTrading(projections.TradingConfig{Pool: pool, Replaying: replaying,
-		Logger: a.log.With("projection", projections.TradingName), Committed: a.publishChanges, Stage: a.metrics.OrderStage,
+		Logger: a.log.With("projection", projections.TradingName), Committed: a.publishChanges, OwnFeed: a.changeFeedPID, Stage: a.metrics.OrderStage,
 		Fresh: a.metrics.TradingFresh, Early: a.metrics.TradingEarly, ChangeRetention: retention, PruneEvery: pruneEvery})
 	if err == nil && !replaying {
 		a.trading.Store(t)
@@ -59,6 +59,16 @@ func (a *App) publishChanges(part int32, rows []query.Change) {
 	if f := a.changeFeed.Load(); f != nil {
 		f.Publish(part, rows)
 	}
+}
+
+// changeFeedPID is the Postgres backend of this process's change feed (0: none, or between
+// its sessions): the trading projection need not NOTIFY it (it hears of the rows from
+// publishChanges).
+func (a *App) changeFeedPID() uint32 {
+	if f := a.changeFeed.Load(); f != nil {
+		return f.PID()
+	}
+	return 0
 }
 
 // tradingReads builds a gateway's trading readers (Postgres read models, ClickHouse deal
