@@ -15,9 +15,10 @@ import (
 // (Committed), and drops its own NOTIFYs unread. Yet each one costs every order: Postgres queues
 // it at the commit and wakes every listening backend, which sends it on, and the feed's
 // goroutine wakes to drop it. Measured at RESULT 200/s (docs/benchmarks.md, thirtieth session,
-// alternating fresh instances of one process): without the NOTIFY Postgres' CPU an order fell
-// from 1.01–1.15 ms to 0.72–0.98 ms, its backends' wake-ups from 7.6 to 6.6 an order, and the
-// answers' p50 from 2.33–2.68 to 1.82–2.45 ms.
+// fresh instances of one process, alternating): Postgres' backends woke 6.6 times an order
+// without it against 7.6 in every run, and used 0.91 ms of CPU an order against 1.00 ms (means
+// of 6 and 15 runs, each spread over ±0.15 ms); the answers' p50 did not move beyond the runs'
+// spread.
 //
 // So a transaction NOTIFYs only while another process's change feed is connected: the gate
 // looks every NotifyCheck for a connection named as a feed (feedAppName in
