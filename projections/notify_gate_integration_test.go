@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,17 +33,23 @@ func connectAs(t *testing.T, ctx context.Context, pool *pgxpool.Pool, app string
 func looked(t *testing.T, g *notifyGate) {
 	t.Helper()
 	from := g.looks.Load()
-	eventually(t, "two more looks", func() bool { return g.looks.Load() >= from+2 })
+	eventually(t, "two more looks", 10*time.Second, func() string {
+		if n := g.looks.Load() - from; n < 2 {
+			return fmt.Sprintf("%d looks", n)
+		}
+		return ""
+	})
 }
 
-// eventually fails the test unless cond holds within 10 s.
-func eventually(t *testing.T, what string, cond func() bool) {
+// gateSays waits until g's answer to needed is want.
+func gateSays(t *testing.T, g *notifyGate, want bool, what string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 10 s: %s", what)
+	eventually(t, what, 10*time.Second, func() string {
+		if got := g.needed(); got != want {
+			return fmt.Sprintf("needed() = %v", got)
 		}
-	}
+		return ""
+	})
 }
 
 // The trading projection NOTIFYs its change rows only while a change feed of another process
@@ -65,14 +72,14 @@ func TestNotifyGateNotifiesOnlyWhileAnotherProcesssFeedListens(t *testing.T) {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); g.watch(watchCtx) }()
-	eventually(t, "no NOTIFY while only this process's feed listens", func() bool { return !g.needed() })
+	gateSays(t, g, false, "no NOTIFY while only this process's feed listens")
 
 	other := connectAs(t, ctx, pool, feedAppName)
-	eventually(t, "NOTIFY once another process's feed connected", g.needed)
+	gateSays(t, g, true, "NOTIFY once another process's feed connected")
 	if err := other.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "no NOTIFY once it left", func() bool { return !g.needed() })
+	gateSays(t, g, false, "no NOTIFY once it left")
 
 	stopWatch()
 	<-done

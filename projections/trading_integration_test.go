@@ -112,17 +112,24 @@ func (e *trEnv) fact(evs ...events.Event) { e.t.Helper(); e.append(events.TopicT
 
 func (e *trEnv) nextSeq() uint64 { return e.seq.Add(1) }
 
-// eventually polls check until it returns "" (or fails with its last answer).
+// eventually polls check until it returns "" (or fails with its last answer after a minute).
 func (e *trEnv) eventually(what string, check func() string) {
 	e.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	eventually(e.t, what, 60*time.Second, check)
+}
+
+// eventually polls check until it returns "", or fails the test with its last answer once
+// within has passed.
+func eventually(t *testing.T, what string, within time.Duration, check func() string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for {
 		why := check()
 		if why == "" {
 			return
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s: %s", what, why)
+			t.Fatalf("timed out waiting for %s: %s", what, why)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
